@@ -1,0 +1,106 @@
+//! `dcnsim-bench`: the fixed performance scenarios of BENCHMARKS.md.
+//!
+//! - **perm**: k=8 fat tree (128 hosts), every link 100 Gbps / 1 us, MTU 1500, 150 KB port
+//!   buffers, DCTCP with K = 15 packets; host h sends one 2,000,000 B flow to host
+//!   (h + 64) mod 128 at t = 0 (every path crosses 6 links).
+//! - **short**: the same network; 12,800 flows between uniformly random distinct hosts,
+//!   sizes log-uniform in [1 KB, 1 MB] (size = 1000 x 1000^u), starts uniform over 2 ms.
+//!
+//! Prints a human-readable report and one machine-readable line per scenario:
+//! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=...`.
+//! Each scenario runs in its own process so peak RSS is its own.
+
+use dcnsim_core::rng::Rng;
+use dcnsim_core::sim::Sim;
+use dcnsim_core::units::{Bytes, Time};
+use dcnsim_core::workload::FlowSpec;
+use dcnsim_core::{parse_scenario, Format};
+use std::path::Path;
+
+const NET: &str = r#"{
+  "name": "bench",
+  "seed": 42,
+  "topology": {"kind": "fat_tree", "k": 8, "host_rate": "100Gbps", "core_rate": "100Gbps",
+               "host_delay": "1us", "core_delay": "1us"},
+  "network": {"mtu": 1500, "buffer": "150KB", "ecn_k": 22500},
+  "transport": {"protocol": "dctcp"},
+  "workload": [{"pattern": "permutation", "shift": 64, "size": 2000000}]
+}"#;
+
+fn flows(name: &str) -> Vec<FlowSpec> {
+    match name {
+        "perm" => (0..128u32)
+            .map(|h| FlowSpec { src: h, dst: (h + 64) % 128, size: Bytes(2_000_000), start: Time::ZERO, deadline: None, background: false })
+            .collect(),
+        "short" => {
+            let mut rng = Rng::new(20261122);
+            let mut v: Vec<FlowSpec> = (0..12_800)
+                .map(|_| {
+                    let src = rng.below(128) as u32;
+                    let mut dst = rng.below(127) as u32;
+                    if dst >= src {
+                        dst += 1;
+                    }
+                    let size = (1000.0 * 1000f64.powf(rng.f64())).round() as u64;
+                    let start = Time((rng.f64() * Time::ms(2).0 as f64) as u64);
+                    FlowSpec { src, dst, size: Bytes(size), start, deadline: None, background: false }
+                })
+                .collect();
+            v.sort_by_key(|f| f.start);
+            v
+        }
+        other => panic!("unknown bench scenario {other}"),
+    }
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn run_one(name: &str) {
+    let sc = parse_scenario(NET, Format::Json, Path::new(".")).expect("bench scenario is valid");
+    let fl = flows(name);
+    let nflows = fl.len();
+    let sim = Sim::with_flows(&sc, fl);
+    let out = sim.run(&mut |_| true);
+    let c = &out.counters;
+    let finished = out.flows.finish_ps.iter().filter(|&&f| f != u64::MAX).count();
+    assert_eq!(finished, nflows, "every bench flow must finish");
+    let wall = c.wall_s;
+    println!(
+        "{name}: {nflows} flows, simulated {:.3} ms, {} events, {} data packet-hops, {} packet-hops, drops {:?}",
+        c.sim_end_ps as f64 / 1e9,
+        c.events,
+        c.data_packet_hops,
+        c.packet_hops,
+        c.drops
+    );
+    println!(
+        "bench {name} wall_s={wall:.3} events_per_s={:.0} packet_hops_per_s={:.0} peak_rss_mb={:.1}",
+        c.events as f64 / wall,
+        c.data_packet_hops as f64 / wall,
+        peak_rss_mb()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let names: Vec<String> = if args.is_empty() { vec!["perm".into(), "short".into()] } else { args };
+    if names.len() == 1 {
+        run_one(&names[0]);
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    for n in names {
+        let st = std::process::Command::new(&exe).arg(&n).status().expect("spawn bench");
+        if !st.success() {
+            eprintln!("bench {n} failed");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Raw results of one run, as columns: the Python side turns them into Parquet/CSV tables
+//! and the JSON summary (schema in `docs/results.md`).
+
+/// Per-flow table, one entry per flow in flow-id order. Times in picoseconds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowTable {
+    pub id: Vec<u32>,
+    pub src: Vec<u32>,
+    pub dst: Vec<u32>,
+    pub size: Vec<u64>,
+    pub start_ps: Vec<u64>,
+    /// Completion time; `u64::MAX` if the flow did not finish.
+    pub finish_ps: Vec<u64>,
+    /// `finish - start`; `u64::MAX` if unfinished.
+    pub fct_ps: Vec<u64>,
+    pub ideal_fct_ps: Vec<u64>,
+    /// Payload bytes the sender put on the wire (first transmissions and retransmissions).
+    pub sent_bytes: Vec<u64>,
+    pub retx_bytes: Vec<u64>,
+    pub timeouts: Vec<u32>,
+    pub background: Vec<bool>,
+    /// Deadline relative to start; `u64::MAX` if none.
+    pub deadline_ps: Vec<u64>,
+}
+
+/// Static description of every egress port.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PortTable {
+    pub id: Vec<u32>,
+    pub node: Vec<u32>,
+    pub peer: Vec<u32>,
+    pub rate_bps: Vec<u64>,
+    pub delay_ps: Vec<u64>,
+    /// "host", "tor", "leaf", "spine", "agg", "core" or "switch" (of `node`).
+    pub node_kind: Vec<String>,
+    pub peer_kind: Vec<String>,
+    /// Bytes serialized over the whole run.
+    pub tx_bytes: Vec<u64>,
+    pub drops: Vec<u64>,
+}
+
+/// Queue occupancy samples: one row per (time, port, priority) with a non-empty queue.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueSamples {
+    pub t_ps: Vec<u64>,
+    pub port: Vec<u32>,
+    pub prio: Vec<u8>,
+    pub bytes: Vec<u64>,
+}
+
+/// Link samples: bytes serialized by each sampled port during the interval ending at `t_ps`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkSamples {
+    pub t_ps: Vec<u64>,
+    pub port: Vec<u32>,
+    pub tx_bytes: Vec<u64>,
+    /// tx_bytes * 8 / (rate * interval).
+    pub utilization: Vec<f64>,
+}
+
+/// Whole-run counters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Counters {
+    pub events: u64,
+    /// Data packets delivered x links on their path (hops traversed by data packets that
+    /// reached their destination host).
+    pub data_packet_hops: u64,
+    /// All packet hops (data and control, delivered or not).
+    pub packet_hops: u64,
+    /// Data payload bytes put on the wire by senders (retransmissions included).
+    pub data_payload_sent: u64,
+    /// Drops by cause name ("buffer_overflow", "selective_drop", ...).
+    pub drops: Vec<(String, u64)>,
+    /// Packets trimmed (payload cut) by switches.
+    pub trims: u64,
+    /// Simulated time at which the run ended.
+    pub sim_end_ps: u64,
+    /// The run stopped at its time limit with work outstanding.
+    pub cut_at_limit: bool,
+    /// Packets still in queues or on links when the run ended.
+    pub packets_left: u64,
+    /// Wall-clock seconds spent in the event loop.
+    pub wall_s: f64,
+    /// Peak number of simultaneously live packets.
+    pub peak_live_packets: u64,
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOutput {
+    pub flows: FlowTable,
+    pub ports: PortTable,
+    pub queue_samples: QueueSamples,
+    pub link_samples: LinkSamples,
+    pub counters: Counters,
+    /// The validated scenario, normalized, as JSON (every default filled in).
+    pub scenario_json: String,
+    /// Inconsistencies the runner found: a flow reported complete twice, by the wrong
+    /// host, or (with `output.audit`) before its receiver held every byte. Empty in a
+    /// correct run.
+    pub audit_errors: Vec<String>,
+}
+
+/// Progress report handed to a callback during a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub sim_time_ps: u64,
+    /// Time of the last flow arrival (a rough end estimate), or the time limit if set.
+    pub horizon_ps: u64,
+    pub flows_done: u64,
+    pub flows_total: u64,
+    pub events: u64,
+}

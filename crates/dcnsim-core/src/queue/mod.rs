@@ -1,0 +1,115 @@
+//! Egress-port queue policies.
+//!
+//! A switch egress port (and a host NIC) holds its waiting packets in a [`QueueDisc`]:
+//! the policy decides admission (accept, drop, trim, mark) when a packet is offered and
+//! which packet leaves next when the link frees. The packet being serialized has left
+//! the queue. The default policy is [`priority::PriorityEcn`]: up to 8 strict-priority
+//! FIFO queues sharing one per-port byte limit, drop-tail, DCTCP ECN marking on enqueue.
+//!
+//! New policies (Aeolus selective dropping, NDP trimming, RPO cross-queue marking,
+//! pFabric priority dropping) are new modules implementing [`QueueDisc`], registered in
+//! [`build`] only. Drop causes are free-form static names, so a policy adds its own
+//! cause without editing any shared enum.
+
+pub mod priority;
+
+use crate::packet::{PacketArena, PktIdx};
+use crate::units::{Bytes, Time};
+
+/// Drop cause: the queue's shared buffer was full.
+pub const DROP_OVERFLOW: &str = "buffer_overflow";
+
+/// What an enqueue did besides queueing the offered packet.
+#[derive(Default, Debug)]
+pub struct PortEffects {
+    /// Packets dropped (possibly the offered one, possibly evicted ones) with their cause.
+    pub drops: Vec<(PktIdx, &'static str)>,
+    /// Packets whose payload was trimmed.
+    pub trims: u64,
+}
+
+impl PortEffects {
+    pub fn clear(&mut self) {
+        self.drops.clear();
+        self.trims = 0;
+    }
+}
+
+/// A queueing discipline of one egress port.
+pub trait QueueDisc {
+    /// Offer packet `idx` (already in the arena). Dropped packets (the offered one or
+    /// evicted ones) are reported in `fx.drops`; the caller frees them.
+    fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects);
+    /// Take the next packet to serialize.
+    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<PktIdx>;
+    /// Bytes waiting in all queues.
+    fn bytes(&self) -> Bytes;
+    /// Bytes waiting in priority class `prio`.
+    fn queue_bytes(&self, prio: u8) -> Bytes;
+    /// Number of priority classes.
+    fn classes(&self) -> u8;
+    fn is_empty(&self) -> bool {
+        self.bytes().0 == 0
+    }
+}
+
+/// Where a port sits, for policies whose parameters depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortRole {
+    /// A host's NIC: never drops, never marks.
+    HostNic,
+    /// A switch egress port.
+    Switch,
+}
+
+/// Validated queue configuration shared by every switch port.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueConfig {
+    pub policy: QueuePolicyKind,
+    /// Per-port buffer limit shared by the priority queues.
+    pub buffer: Bytes,
+    pub classes: u8,
+    /// ECN threshold per priority class (None: no marking in that class).
+    pub ecn_k: Vec<Option<Bytes>>,
+    /// Compare K with the port's total occupancy instead of the class's own.
+    pub ecn_per_port: bool,
+}
+
+/// The queue policies this build knows, registered here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueuePolicyKind {
+    PriorityEcn,
+}
+
+impl QueuePolicyKind {
+    pub const NAMES: &'static [&'static str] = &["priority_ecn"];
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "priority_ecn" | "droptail" | "default" => Some(Self::PriorityEcn),
+            _ => None,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::PriorityEcn => "priority_ecn",
+        }
+    }
+}
+
+/// Build the queue discipline of one port.
+pub fn build(cfg: &QueueConfig, role: PortRole) -> Box<dyn QueueDisc> {
+    match (role, &cfg.policy) {
+        (PortRole::HostNic, _) => Box::new(priority::PriorityEcn::new(
+            Bytes(u64::MAX),
+            cfg.classes,
+            vec![None; cfg.classes as usize],
+            false,
+        )),
+        (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(priority::PriorityEcn::new(
+            cfg.buffer,
+            cfg.classes,
+            cfg.ecn_k.clone(),
+            cfg.ecn_per_port,
+        )),
+    }
+}

@@ -1,0 +1,216 @@
+//! Strict-priority queues with a shared per-port buffer, drop-tail and DCTCP marking.
+//!
+//! Models the switch egress port of CONVENTIONS.md: up to 8 FIFO queues served in strict
+//! priority (class 0 first), all sharing one byte limit; a packet that does not fit is
+//! dropped (drop-tail); an ECN-capable packet is marked CE on enqueue when the
+//! instantaneous occupancy, *before* the packet is added, exceeds K (DCTCP, Alizadeh et
+//! al. 2010 §3.1). Occupancy counts waiting packets only (the one being serialized has
+//! left the queue). K applies to the class's own queue by default, or to the whole port
+//! when `per_port` is set.
+
+use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
+use crate::packet::{Ecn, PacketArena, PktIdx};
+use crate::units::{Bytes, Time};
+use std::collections::VecDeque;
+
+/// Reusable multi-class FIFO storage with byte accounting; other policies build on it.
+#[derive(Debug)]
+pub struct ClassQueues {
+    queues: Vec<VecDeque<PktIdx>>,
+    bytes: Vec<u64>,
+    total: u64,
+    /// Bit i set when queue i is non-empty.
+    nonempty: u32,
+}
+
+impl ClassQueues {
+    pub fn new(classes: u8) -> Self {
+        ClassQueues {
+            queues: (0..classes).map(|_| VecDeque::new()).collect(),
+            bytes: vec![0; classes as usize],
+            total: 0,
+            nonempty: 0,
+        }
+    }
+    #[inline]
+    pub fn classes(&self) -> u8 {
+        self.queues.len() as u8
+    }
+    /// Clamp a packet's priority to the available classes.
+    #[inline]
+    pub fn class_of(&self, prio: u8) -> usize {
+        (prio as usize).min(self.queues.len() - 1)
+    }
+    #[inline]
+    pub fn push_back(&mut self, class: usize, idx: PktIdx, size: u64) {
+        self.queues[class].push_back(idx);
+        self.bytes[class] += size;
+        self.total += size;
+        self.nonempty |= 1 << class;
+    }
+    /// Pop from the highest-priority non-empty class.
+    #[inline]
+    pub fn pop_highest(&mut self, pkts: &PacketArena) -> Option<PktIdx> {
+        if self.nonempty == 0 {
+            return None;
+        }
+        let c = self.nonempty.trailing_zeros() as usize;
+        self.pop_class(c, pkts)
+    }
+    #[inline]
+    pub fn pop_class(&mut self, c: usize, pkts: &PacketArena) -> Option<PktIdx> {
+        let idx = self.queues[c].pop_front()?;
+        let sz = pkts.get(idx).size as u64;
+        self.bytes[c] -= sz;
+        self.total -= sz;
+        if self.queues[c].is_empty() {
+            self.nonempty &= !(1 << c);
+        }
+        Some(idx)
+    }
+    #[inline]
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+    #[inline]
+    pub fn class_bytes(&self, c: usize) -> u64 {
+        self.bytes[c]
+    }
+    pub fn class_len(&self, c: usize) -> usize {
+        self.queues[c].len()
+    }
+}
+
+/// The default switch port policy.
+#[derive(Debug)]
+pub struct PriorityEcn {
+    q: ClassQueues,
+    buffer: u64,
+    k: Vec<u64>,
+    per_port: bool,
+}
+
+impl PriorityEcn {
+    pub fn new(buffer: Bytes, classes: u8, ecn_k: Vec<Option<Bytes>>, per_port: bool) -> Self {
+        let classes = classes.clamp(1, 8);
+        let k = (0..classes as usize)
+            .map(|i| ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX))
+            .collect();
+        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, k, per_port }
+    }
+}
+
+impl QueueDisc for PriorityEcn {
+    #[inline]
+    fn enqueue(&mut self, _now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
+        let p = pkts.get_mut(idx);
+        let size = p.size as u64;
+        if self.q.total() + size > self.buffer {
+            fx.drops.push((idx, DROP_OVERFLOW));
+            return;
+        }
+        let c = self.q.class_of(p.prio);
+        if p.ecn == Ecn::Ect {
+            let occ = if self.per_port { self.q.total() } else { self.q.class_bytes(c) };
+            if occ > self.k[c] {
+                p.ecn = Ecn::Ce;
+            }
+        }
+        self.q.push_back(c, idx, size);
+    }
+    #[inline]
+    fn dequeue(&mut self, _now: Time, pkts: &mut PacketArena) -> Option<PktIdx> {
+        self.q.pop_highest(pkts)
+    }
+    fn bytes(&self) -> Bytes {
+        Bytes(self.q.total())
+    }
+    fn queue_bytes(&self, prio: u8) -> Bytes {
+        Bytes(self.q.class_bytes(self.q.class_of(prio)))
+    }
+    fn classes(&self) -> u8 {
+        self.q.classes()
+    }
+    fn is_empty(&self) -> bool {
+        self.q.total() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Packet;
+
+    fn pkt(arena: &mut PacketArena, size: u32, prio: u8, ecn: Ecn) -> PktIdx {
+        arena.alloc(Packet { size, prio, ecn, ..Default::default() })
+    }
+
+    #[test]
+    fn strict_priority_serves_higher_class_first() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(100_000), 8, vec![], false);
+        let mut fx = PortEffects::default();
+        let lo = pkt(&mut a, 1500, 5, Ecn::NotEct);
+        let hi = pkt(&mut a, 1500, 1, Ecn::NotEct);
+        let lo2 = pkt(&mut a, 1500, 5, Ecn::NotEct);
+        for i in [lo, hi, lo2] {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(q.dequeue(Time(0), &mut a), Some(hi));
+        assert_eq!(q.dequeue(Time(0), &mut a), Some(lo));
+        assert_eq!(q.dequeue(Time(0), &mut a), Some(lo2));
+        assert_eq!(q.dequeue(Time(0), &mut a), None);
+        assert!(fx.drops.is_empty());
+    }
+
+    #[test]
+    fn full_shared_buffer_drops_tail() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(4500), 8, vec![], false);
+        let mut fx = PortEffects::default();
+        let ids: Vec<_> = (0..4).map(|i| pkt(&mut a, 1500, (i % 2) as u8, Ecn::NotEct)).collect();
+        for &i in &ids {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(fx.drops, vec![(ids[3], DROP_OVERFLOW)]);
+        assert_eq!(q.bytes(), Bytes(4500));
+    }
+
+    #[test]
+    fn ecn_marks_exactly_above_k() {
+        // K = 3000 B: the 1st, 2nd and 3rd packet see 0, 1500, 3000 B ahead (not above K);
+        // the 4th sees 4500 > 3000 and is marked, and so is every later one.
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(1_000_000), 8, vec![Some(Bytes(3000)); 8], false);
+        let mut fx = PortEffects::default();
+        let ids: Vec<_> = (0..6).map(|_| pkt(&mut a, 1500, 0, Ecn::Ect)).collect();
+        for &i in &ids {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        let marks: Vec<bool> = ids.iter().map(|&i| a.get(i).ecn == Ecn::Ce).collect();
+        assert_eq!(marks, vec![false, false, false, true, true, true]);
+        // Not-ECT packets are never marked.
+        let n = pkt(&mut a, 1500, 0, Ecn::NotEct);
+        q.enqueue(Time(0), n, &mut a, &mut fx);
+        assert_eq!(a.get(n).ecn, Ecn::NotEct);
+    }
+
+    #[test]
+    fn per_queue_vs_per_port_marking() {
+        let mut a = PacketArena::new();
+        let k = vec![Some(Bytes(1000)); 8];
+        let mut per_q = PriorityEcn::new(Bytes(1_000_000), 8, k.clone(), false);
+        let mut per_p = PriorityEcn::new(Bytes(1_000_000), 8, k, true);
+        let mut fx = PortEffects::default();
+        for q in [&mut per_q as &mut dyn QueueDisc, &mut per_p] {
+            let x = pkt(&mut a, 1500, 0, Ecn::Ect);
+            q.enqueue(Time(0), x, &mut a, &mut fx);
+        }
+        let y1 = pkt(&mut a, 1500, 3, Ecn::Ect);
+        per_q.enqueue(Time(0), y1, &mut a, &mut fx);
+        let y2 = pkt(&mut a, 1500, 3, Ecn::Ect);
+        per_p.enqueue(Time(0), y2, &mut a, &mut fx);
+        assert_eq!(a.get(y1).ecn, Ecn::Ect, "class 3 is empty: no mark per queue");
+        assert_eq!(a.get(y2).ecn, Ecn::Ce, "port holds 1500 > 1000: mark per port");
+    }
+}

@@ -1,0 +1,430 @@
+//! Scenarios: parse a TOML/JSON document, validate every section into typed form.
+//!
+//! "Parse, don't validate": [`parse_scenario`] deserializes the document, hands each
+//! section to the module that owns it (topology, queue/network, transport registry,
+//! workload), and returns a [`Scenario`] only when everything is valid. Each error names
+//! the field and what would fix it. The schema is documented in `docs/scenario.md`.
+
+use crate::config::{from_table, FieldError};
+use crate::network::{Network, Routing};
+use crate::queue::{QueueConfig, QueuePolicyKind};
+use crate::rng::{streams, Rng};
+use crate::topology::{self, Topology, TopologyError};
+use crate::transport::registry::{self, TransportError};
+use crate::transport::NetInfo;
+use crate::units::{Bytes, Time};
+use crate::workload::{self, Workload, WorkloadEnv, WorkloadError};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Input format of a scenario document.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+/// Any problem with a scenario.
+#[derive(Debug)]
+pub enum ScenarioError {
+    /// The document is not valid TOML/JSON.
+    Syntax { message: String },
+    /// A top-level or `[network]`/`[run]`/`[output]` field is wrong.
+    Field(FieldError),
+    Topology(TopologyError),
+    Transport(TransportError),
+    Workload(WorkloadError),
+}
+
+impl ScenarioError {
+    /// Dotted path of the offending field ("" for a syntax error).
+    pub fn field(&self) -> String {
+        match self {
+            ScenarioError::Syntax { .. } => String::new(),
+            ScenarioError::Field(e) => e.field(),
+            ScenarioError::Topology(e) => e.field(),
+            ScenarioError::Transport(e) => e.field(),
+            ScenarioError::Workload(e) => e.field(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::Syntax { message } => write!(f, "scenario is not well-formed: {message}"),
+            ScenarioError::Field(e) => write!(f, "{e}"),
+            ScenarioError::Topology(e) => write!(f, "{e}"),
+            ScenarioError::Transport(e) => write!(f, "{e}"),
+            ScenarioError::Workload(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl From<FieldError> for ScenarioError {
+    fn from(e: FieldError) -> Self {
+        ScenarioError::Field(e)
+    }
+}
+
+fn d_seed() -> u64 {
+    1
+}
+fn d_name() -> String {
+    "scenario".into()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    #[serde(default = "d_name")]
+    name: String,
+    #[serde(default = "d_seed")]
+    seed: u64,
+    topology: serde_json::Value,
+    #[serde(default)]
+    network: Option<serde_json::Value>,
+    transport: serde_json::Value,
+    workload: serde_json::Value,
+    #[serde(default)]
+    run: Option<serde_json::Value>,
+    #[serde(default)]
+    output: Option<serde_json::Value>,
+}
+
+fn d_mtu() -> Bytes {
+    Bytes(1500)
+}
+fn d_header() -> Bytes {
+    Bytes(40)
+}
+fn d_ctrl() -> Bytes {
+    Bytes(64)
+}
+fn d_buffer() -> Bytes {
+    Bytes(120_000)
+}
+fn d_prios() -> u8 {
+    8
+}
+fn d_lambda() -> f64 {
+    0.17
+}
+fn d_policy() -> String {
+    "priority_ecn".into()
+}
+fn d_routing() -> Routing {
+    Routing::Ecmp
+}
+
+/// `[network]`: packet sizes, switch buffers, queues, ECN, routing.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Largest packet on the wire.
+    #[serde(default = "d_mtu")]
+    pub mtu: Bytes,
+    /// Header bytes of a data packet.
+    #[serde(default = "d_header")]
+    pub header: Bytes,
+    /// Wire size of control packets.
+    #[serde(default = "d_ctrl")]
+    pub ctrl_size: Bytes,
+    /// Per-port buffer of switch egress ports, shared by the priority queues.
+    #[serde(default = "d_buffer")]
+    pub buffer: Bytes,
+    /// Strict-priority classes per port (1-8).
+    #[serde(default = "d_prios")]
+    pub priorities: u8,
+    /// DCTCP marking threshold applied to every class.
+    #[serde(default)]
+    pub ecn_k: Option<Bytes>,
+    /// Per-class thresholds (overrides `ecn_k`); list of sizes, one per class.
+    #[serde(default)]
+    pub ecn_k_per_queue: Option<Vec<Bytes>>,
+    /// When `ecn_k` is not given: K = ecn_lambda x C x RTT (PPT Eq. 3), with C the
+    /// fastest host rate and RTT the largest base RTT.
+    #[serde(default = "d_lambda")]
+    pub ecn_lambda: f64,
+    /// Compare K with the port's total occupancy instead of the class's own queue.
+    #[serde(default)]
+    pub ecn_per_port: bool,
+    #[serde(default = "d_policy")]
+    pub queue_policy: String,
+    #[serde(default = "d_routing")]
+    pub routing: Routing,
+}
+
+fn d_true() -> bool {
+    true
+}
+
+/// `[run]`: when to stop.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Stop at this simulated time even if flows are unfinished.
+    #[serde(default)]
+    pub time_limit: Option<Time>,
+    /// Once every (non-background) flow has finished and no packet is in flight, stop.
+    #[serde(default = "d_true")]
+    pub stop_when_done: bool,
+}
+
+/// Which ports the samplers record.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum PortSelection {
+    /// "switch" (switch egress ports), "host" (host NICs) or "all".
+    Named(String),
+    /// Explicit port ids (see ports.csv).
+    Ids(Vec<u32>),
+}
+
+fn d_ports() -> PortSelection {
+    PortSelection::Named("switch".into())
+}
+
+/// `[output]`: time series and checking.
+#[derive(Deserialize, Serialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Sample queue lengths and link utilization at this interval (off when absent).
+    #[serde(default)]
+    pub sample_interval: Option<Time>,
+    #[serde(default = "d_ports")]
+    pub sample_ports: PortSelection,
+    /// Check byte conservation of every flow at its receiver (slower; for tests).
+    #[serde(default)]
+    pub audit: bool,
+}
+
+/// A validated scenario, ready to run (any number of times).
+#[derive(Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub topology: Topology,
+    pub network: NetworkSpec,
+    pub queue: QueueConfig,
+    pub protocol: String,
+    pub transport_cfg: serde_json::Value,
+    pub workload: Workload,
+    pub run: RunSpec,
+    pub output: OutputSpec,
+    pub net_info: NetInfo,
+    pub base_dir: PathBuf,
+}
+
+/// Parse and validate a scenario document.
+pub fn parse_scenario(text: &str, format: Format, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+    let doc: serde_json::Value = match format {
+        Format::Json => serde_json::from_str(text).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?,
+        Format::Toml => {
+            let t: toml::Value = toml::from_str(text).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?;
+            serde_json::to_value(t).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?
+        }
+    };
+    from_value(&doc, base_dir)
+}
+
+/// Validate an already-parsed document.
+pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = from_table(doc, "")?;
+    let topology = topology::build(&raw.topology).map_err(ScenarioError::Topology)?;
+
+    let network: NetworkSpec = from_table(&raw.network.clone().unwrap_or(serde_json::json!({})), "network")?;
+    if network.mtu.0 <= network.header.0 {
+        return Err(FieldError::invalid("network.mtu", format!("must exceed the header ({} B)", network.header.0), "use an MTU such as 1500").into());
+    }
+    if network.mtu.0 > u32::MAX as u64 / 2 {
+        return Err(FieldError::invalid("network.mtu", "is unreasonably large", "use an MTU such as 1500 or 9000").into());
+    }
+    if network.ctrl_size.0 == 0 || network.ctrl_size.0 > network.mtu.0 {
+        return Err(FieldError::invalid("network.ctrl_size", "must be between 1 B and the MTU", "use 64").into());
+    }
+    if network.buffer.0 < network.mtu.0 {
+        return Err(FieldError::invalid(
+            "network.buffer",
+            format!("{} B cannot hold one {} B packet", network.buffer.0, network.mtu.0),
+            "give a buffer of at least one MTU",
+        )
+        .into());
+    }
+    if !(1..=8).contains(&network.priorities) {
+        return Err(FieldError::invalid("network.priorities", format!("must be 1..8, got {}", network.priorities), "use up to 8 classes").into());
+    }
+    if !(network.ecn_lambda > 0.0 && network.ecn_lambda.is_finite()) {
+        return Err(FieldError::invalid("network.ecn_lambda", "must be > 0", "use e.g. 0.17").into());
+    }
+    let policy = QueuePolicyKind::from_name(&network.queue_policy).ok_or_else(|| {
+        FieldError::invalid(
+            "network.queue_policy",
+            format!("unknown queue policy '{}'", network.queue_policy),
+            format!("use one of: {}", QueuePolicyKind::NAMES.join(", ")),
+        )
+    })?;
+
+    // Network facts (base RTTs) from a routed instance of the topology.
+    let probe_q = QueueConfig {
+        policy: policy.clone(),
+        buffer: network.buffer,
+        classes: network.priorities,
+        ecn_k: vec![None; network.priorities as usize],
+        ecn_per_port: network.ecn_per_port,
+    };
+    let net = Network::build(&topology, &probe_q, 0);
+    let mut max_rtt = Time::ZERO;
+    let last = topology.num_hosts - 1;
+    for src in [0, last] {
+        for dst in 0..topology.num_hosts {
+            if dst != src {
+                let p = net.flow_path(0, src, dst);
+                max_rtt = max_rtt.max(net.base_rtt(&p, network.mtu, network.ctrl_size));
+            }
+        }
+    }
+    let host_rates = topology.host_rates();
+    let max_host_rate = host_rates.iter().copied().max().unwrap_or_default();
+    let net_info = NetInfo {
+        mtu: network.mtu,
+        header: network.header,
+        ctrl_size: network.ctrl_size,
+        num_nodes: topology.num_nodes(),
+        max_base_rtt: max_rtt,
+        max_host_rate,
+        priorities: network.priorities,
+    };
+
+    let classes = network.priorities as usize;
+    let ecn_k: Vec<Option<Bytes>> = if let Some(per_q) = &network.ecn_k_per_queue {
+        if per_q.len() != classes {
+            return Err(FieldError::invalid(
+                "network.ecn_k_per_queue",
+                format!("has {} entries for {} priority classes", per_q.len(), classes),
+                "give one threshold per class",
+            )
+            .into());
+        }
+        per_q.iter().map(|k| Some(*k)).collect()
+    } else {
+        let k = network.ecn_k.unwrap_or_else(|| {
+            let bdp = max_host_rate.bdp(max_rtt);
+            Bytes(((bdp.0 as f64) * network.ecn_lambda).round() as u64)
+        });
+        vec![Some(k); classes]
+    };
+    let queue = QueueConfig { policy, buffer: network.buffer, classes: network.priorities, ecn_k, ecn_per_port: network.ecn_per_port };
+
+    let (protocol, transport_cfg) = split_protocol(&raw.transport)?;
+    registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+
+    let wl_tables: Vec<serde_json::Value> = match &raw.workload {
+        serde_json::Value::Array(a) => a.clone(),
+        serde_json::Value::Object(_) => vec![raw.workload.clone()],
+        _ => return Err(FieldError::invalid("workload", "must be a table or an array of tables", "write [[workload]] sections").into()),
+    };
+    if wl_tables.is_empty() {
+        return Err(FieldError::invalid("workload", "is empty", "add at least one [[workload]] section").into());
+    }
+    let env = WorkloadEnv {
+        num_hosts: topology.num_hosts,
+        host_rates,
+        racks: topology.racks.clone(),
+        base_dir: base_dir.to_path_buf(),
+    };
+    let workload = workload::build(&wl_tables, &env).map_err(ScenarioError::Workload)?;
+
+    let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
+    if run.time_limit == Some(Time::ZERO) {
+        return Err(FieldError::invalid("run.time_limit", "must be > 0", "give a positive time such as \"10ms\" or remove it").into());
+    }
+    let output: OutputSpec = from_table(&raw.output.clone().unwrap_or(serde_json::json!({})), "output")?;
+    if output.sample_interval == Some(Time::ZERO) {
+        return Err(FieldError::invalid("output.sample_interval", "must be > 0", "give e.g. \"100us\" or remove it").into());
+    }
+    match &output.sample_ports {
+        PortSelection::Named(n) if !["switch", "host", "all"].contains(&n.as_str()) => {
+            return Err(FieldError::invalid("output.sample_ports", format!("unknown selection '{n}'"), "use \"switch\", \"host\", \"all\" or a list of port ids").into());
+        }
+        PortSelection::Ids(ids) => {
+            let nports = topology.links.len() as u32 * 2;
+            if let Some(bad) = ids.iter().find(|&&i| i >= nports) {
+                return Err(FieldError::invalid("output.sample_ports", format!("port {bad} does not exist (there are {nports})"), "use ids from ports.csv").into());
+            }
+        }
+        _ => {}
+    }
+
+    Ok(Scenario {
+        name: raw.name,
+        seed: raw.seed,
+        topology,
+        network,
+        queue,
+        protocol,
+        transport_cfg,
+        workload,
+        run,
+        output,
+        net_info,
+        base_dir: base_dir.to_path_buf(),
+    })
+}
+
+fn split_protocol(t: &serde_json::Value) -> Result<(String, serde_json::Value), ScenarioError> {
+    let obj = t
+        .as_object()
+        .ok_or_else(|| FieldError::invalid("transport", "must be a table", "write a [transport] table with protocol = \"dctcp\""))?;
+    let proto = obj
+        .get("protocol")
+        .ok_or(FieldError::Missing { path: "transport.protocol".into() })?
+        .as_str()
+        .ok_or_else(|| FieldError::invalid("transport.protocol", "must be a string", format!("use one of: {}", registry::PROTOCOLS.join(", "))))?
+        .to_string();
+    let mut rest = obj.clone();
+    rest.remove("protocol");
+    Ok((proto, serde_json::Value::Object(rest)))
+}
+
+impl Scenario {
+    /// The normalized scenario as JSON: every section with its defaults filled in.
+    pub fn to_json(&self) -> String {
+        let mut transport = self.transport_cfg.clone();
+        if let serde_json::Value::Object(m) = &mut transport {
+            m.insert("protocol".into(), serde_json::Value::String(self.protocol.clone()));
+        }
+        let mut network = serde_json::to_value(&self.network).unwrap_or_default();
+        network["ecn_k_per_queue"] = serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.0)).collect::<Vec<_>>());
+        let v = serde_json::json!({
+            "name": self.name,
+            "seed": self.seed,
+            "topology": self.topology.spec,
+            "network": network,
+            "transport": transport,
+            "workload": self.workload.describe(),
+            "run": self.run,
+            "output": self.output,
+            "derived": {
+                "hosts": self.topology.num_hosts,
+                "nodes": self.topology.num_nodes(),
+                "links": self.topology.links.len(),
+                "max_base_rtt_ps": self.net_info.max_base_rtt.0,
+            },
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+
+    /// The RNG stream for `component` of this scenario.
+    pub fn rng(&self, component: u64) -> Rng {
+        Rng::stream(self.seed, component)
+    }
+
+    /// The workload's flows (deterministic in the seed).
+    pub fn flows(&self) -> Vec<workload::FlowSpec> {
+        self.workload.generate(&mut self.rng(streams::WORKLOAD))
+    }
+}

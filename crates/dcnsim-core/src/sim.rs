@@ -1,0 +1,558 @@
+//! The generic runner: one event loop for every scenario and protocol.
+//!
+//! It owns the event queue, the packet arena, the network and the transport, feeds the
+//! workload's flows to the transport at their arrival times, moves packets hop by hop,
+//! and records the results. Per hop a packet costs one `LinkArrive` event, plus one
+//! `TxDone` event when it had to wait behind another packet (a port that finds its queue
+//! empty after a transmission schedules nothing). A link delivers in FIFO order, so only
+//! the packet at the head of each link is in the event queue (the rest wait in the
+//! port's pipe): the heap holds about one entry per busy link and per armed timer rather
+//! than one per packet in flight, which keeps it small and cache-resident.
+
+use crate::event::{Event, EventQueue};
+use crate::network::{Network, Routing};
+use crate::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
+use crate::packet::{FlowId, NodeId, PacketArena, PktIdx};
+use crate::queue::PortEffects;
+use crate::rng::{streams, Rng};
+use crate::scenario::{PortSelection, Scenario};
+use crate::transport::{registry, Actions, Ctx, FlowInfo, Transport};
+use crate::units::Time;
+use std::time::Instant;
+
+/// Drop cause: a packet reached a host it was not addressed to (a routing bug).
+pub const DROP_MISROUTED: &str = "misrouted";
+
+/// How often (in events) the progress callback is invoked.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+struct Sampler {
+    interval: Time,
+    ports: Vec<u32>,
+    queue: QueueSamples,
+    link: LinkSamples,
+}
+
+/// Byte-coverage audit of one flow at its receiver.
+#[derive(Default, Clone)]
+struct Coverage {
+    /// Disjoint sorted intervals [a, b) of received payload.
+    iv: Vec<(u64, u64)>,
+}
+
+impl Coverage {
+    fn add(&mut self, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        // Fast path: extends the last interval.
+        if let Some(last) = self.iv.last_mut() {
+            if a >= last.0 && a <= last.1 {
+                last.1 = last.1.max(b);
+                return;
+            }
+        }
+        self.iv.push((a, b));
+        self.iv.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(self.iv.len());
+        for &(x, y) in &self.iv {
+            match out.last_mut() {
+                Some(l) if x <= l.1 => l.1 = l.1.max(y),
+                _ => out.push((x, y)),
+            }
+        }
+        self.iv = out;
+    }
+    fn covers(&self, size: u64) -> bool {
+        self.iv.len() == 1 && self.iv[0] == (0, size)
+    }
+}
+
+/// One run of a scenario.
+pub struct Sim<'a> {
+    sc: &'a Scenario,
+    q: EventQueue,
+    arena: PacketArena,
+    net: Network,
+    transport: Box<dyn Transport>,
+    nic_idle: bool,
+    flows: Vec<FlowInfo>,
+    ideal: Vec<Time>,
+    finish: Vec<u64>,
+    sent: Vec<u64>,
+    next_flow: usize,
+    fg_total: u64,
+    fg_done: u64,
+    actions: Actions,
+    fx: PortEffects,
+    spray: Option<Rng>,
+    // counters
+    packet_hops: u64,
+    data_hops: u64,
+    payload_sent: u64,
+    drops: Vec<(&'static str, u64)>,
+    trims: u64,
+    peak_live: usize,
+    sampler: Option<Sampler>,
+    audit: Option<Vec<Coverage>>,
+    /// Problems the audit found (empty when the run is consistent).
+    pub audit_errors: Vec<String>,
+}
+
+impl<'a> Sim<'a> {
+    pub fn new(sc: &'a Scenario) -> Sim<'a> {
+        Sim::with_flows(sc, sc.flows())
+    }
+
+    /// A run of `sc`'s network and transport with a given flow list instead of the
+    /// scenario's workload (benchmarks, tests). Flows must be sorted by start time.
+    pub fn with_flows(sc: &'a Scenario, specs: Vec<crate::workload::FlowSpec>) -> Sim<'a> {
+        let transport = registry::build(&sc.protocol, &sc.transport_cfg, &sc.net_info)
+            .expect("transport config was validated when the scenario was parsed");
+        Sim::with_parts(sc, specs, transport)
+    }
+
+    /// A run with a given flow list and transport object (tests, embedding, wrappers that
+    /// observe a transport). Flows must be sorted by start time.
+    pub fn with_parts(sc: &'a Scenario, specs: Vec<crate::workload::FlowSpec>, transport: Box<dyn Transport>) -> Sim<'a> {
+        let salt = sc.rng(streams::ROUTING).next_u64();
+        let net = Network::build(&sc.topology, &sc.queue, salt);
+        let mss = sc.network.mtu.0 - sc.network.header.0;
+        let mut flows = Vec::with_capacity(specs.len());
+        let mut ideal = Vec::with_capacity(specs.len());
+        for (i, f) in specs.iter().enumerate() {
+            let path = net.flow_path(i as FlowId, f.src, f.dst);
+            let base_rtt = net.base_rtt(&path, sc.network.mtu, sc.network.ctrl_size);
+            ideal.push(if f.background { Time::MAX } else { net.ideal_fct(&path, f.size, mss, sc.network.header.0) });
+            flows.push(FlowInfo {
+                id: i as FlowId,
+                src: f.src,
+                dst: f.dst,
+                size: f.size,
+                start: f.start,
+                base_rtt,
+                path_rate: net.bottleneck(&path),
+                host_rate: net.ports[path[0] as usize].rate,
+                deadline: f.deadline,
+                background: f.background,
+            });
+        }
+        let fg_total = flows.iter().filter(|f| !f.background).count() as u64;
+        let n = flows.len();
+        let sampler = sc.output.sample_interval.map(|interval| {
+            let ports = match &sc.output.sample_ports {
+                PortSelection::Ids(v) => v.clone(),
+                PortSelection::Named(s) => (0..net.ports.len() as u32)
+                    .filter(|&p| {
+                        let host = sc.topology.is_host(net.ports[p as usize].node);
+                        match s.as_str() {
+                            "host" => host,
+                            "all" => true,
+                            _ => !host,
+                        }
+                    })
+                    .collect(),
+            };
+            Sampler { interval, ports, queue: QueueSamples::default(), link: LinkSamples::default() }
+        });
+        let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
+        Sim {
+            sc,
+            q: EventQueue::new(),
+            arena: PacketArena::new(),
+            nic_idle: transport.wants_nic_idle(),
+            transport,
+            net,
+            ideal,
+            finish: vec![u64::MAX; n],
+            sent: vec![0; n],
+            flows,
+            next_flow: 0,
+            fg_total,
+            fg_done: 0,
+            actions: Actions::new(),
+            fx: PortEffects::default(),
+            spray,
+            packet_hops: 0,
+            data_hops: 0,
+            payload_sent: 0,
+            drops: vec![],
+            trims: 0,
+            peak_live: 0,
+            sampler,
+            audit: sc.output.audit.then(|| vec![Coverage::default(); n]),
+            audit_errors: vec![],
+        }
+    }
+
+    /// Run to the end; `progress` is called every [`PROGRESS_EVERY`] events and may
+    /// return false to stop early.
+    pub fn run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
+        let wall = Instant::now();
+        if let Some(f) = self.flows.first() {
+            self.q.push(f.start, Event::FlowArrival);
+        }
+        if let Some(s) = &self.sampler {
+            self.q.push(s.interval, Event::Sample);
+        }
+        let limit = match self.sc.run.time_limit {
+            Some(l) => l,
+            // Background flows alone never finish; without a time limit stop at once.
+            None if self.fg_total == 0 && !self.flows.is_empty() => Time::ZERO,
+            None => Time::MAX,
+        };
+        let horizon = self.sc.run.time_limit.unwrap_or_else(|| self.flows.last().map(|f| f.start).unwrap_or_default());
+        let mut events: u64 = 0;
+        let mut cut = false;
+        let mut now = Time::ZERO;
+        while let Some(t) = self.q.peek_time() {
+            if t > limit {
+                cut = true;
+                now = limit;
+                break;
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            now = t;
+            events += 1;
+            match ev {
+                Event::LinkArrive { port } => {
+                    let pt = &mut self.net.ports[port as usize];
+                    let (at, pkt) = pt.pipe.pop_front().expect("a LinkArrive event has a packet in its pipe");
+                    debug_assert_eq!(at, t);
+                    if let Some(&(next, _)) = pt.pipe.front() {
+                        self.q.push(next, Event::LinkArrive { port });
+                    }
+                    let node = pt.peer;
+                    self.arrive(t, node, pkt)
+                }
+                Event::TxDone { port } => {
+                    self.net.ports[port as usize].txdone_pending = false;
+                    self.start_tx(t, port);
+                }
+                Event::Timer { host, token } => {
+                    let mut out = std::mem::take(&mut self.actions);
+                    out.clear();
+                    let mut ctx = Ctx { now: t, host, flows: &self.flows, out: &mut out };
+                    self.transport.on_timer(&mut ctx, token);
+                    self.apply(t, host, &mut out);
+                    self.actions = out;
+                }
+                Event::FlowArrival => self.flow_arrival(t),
+                Event::Sample => self.sample(t),
+            }
+            if events % PROGRESS_EVERY == 0 {
+                self.peak_live = self.peak_live.max(self.arena.live());
+                let p = Progress {
+                    sim_time_ps: t.0,
+                    horizon_ps: horizon.0,
+                    flows_done: self.fg_done,
+                    flows_total: self.fg_total,
+                    events,
+                };
+                if !progress(&p) {
+                    cut = true;
+                    break;
+                }
+            }
+            // With only background flows there is nothing to wait for: run to the time limit.
+            if self.fg_total > 0
+                && self.fg_done == self.fg_total
+                && self.next_flow >= self.flows.len()
+                && self.sc.run.stop_when_done
+            {
+                if self.arena.live() == 0 {
+                    break;
+                }
+                if self.flows.iter().any(|f| f.background) {
+                    // Background flows never end: stop once the foreground work is done.
+                    cut = true;
+                    break;
+                }
+            }
+        }
+        self.peak_live = self.peak_live.max(self.arena.live());
+        let wall_s = wall.elapsed().as_secs_f64();
+        progress(&Progress {
+            sim_time_ps: now.0,
+            horizon_ps: horizon.0,
+            flows_done: self.fg_done,
+            flows_total: self.fg_total,
+            events,
+        });
+        self.finish_output(now, events, cut, wall_s)
+    }
+
+    #[inline]
+    fn arrive(&mut self, now: Time, node: NodeId, idx: PktIdx) {
+        self.packet_hops += 1;
+        let p = self.arena.get_mut(idx);
+        p.hops = p.hops.wrapping_add(1);
+        let dst = p.dst;
+        if node < self.net.num_hosts {
+            if dst != node {
+                self.drop_pkt(idx, DROP_MISROUTED);
+                return;
+            }
+            let pkt = *p;
+            self.arena.free(idx);
+            if pkt.is_data() {
+                self.data_hops += pkt.hops as u64;
+                if let Some(a) = &mut self.audit {
+                    let f = pkt.flow as usize;
+                    if f < a.len() {
+                        a[f].add(pkt.seq, pkt.seq + pkt.payload as u64);
+                    }
+                }
+            }
+            let mut out = std::mem::take(&mut self.actions);
+            out.clear();
+            let mut ctx = Ctx { now, host: node, flows: &self.flows, out: &mut out };
+            self.transport.on_packet(&mut ctx, &pkt);
+            self.apply(now, node, &mut out);
+            self.actions = out;
+        } else {
+            let port = match &mut self.spray {
+                None => self.net.routes.ecmp(node, dst, p.flow),
+                Some(rng) => {
+                    let hops = self.net.routes.next_hops(node, dst);
+                    hops[rng.below(hops.len() as u64) as usize]
+                }
+            };
+            self.enqueue(now, port, idx);
+        }
+    }
+
+    fn drop_pkt(&mut self, idx: PktIdx, cause: &'static str) {
+        self.arena.free(idx);
+        match self.drops.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, n)) => *n += 1,
+            None => self.drops.push((cause, 1)),
+        }
+    }
+
+    #[inline]
+    fn enqueue(&mut self, now: Time, port: u32, idx: PktIdx) {
+        let pt = &mut self.net.ports[port as usize];
+        pt.disc.enqueue(now, idx, &mut self.arena, &mut self.fx);
+        if !self.fx.drops.is_empty() || self.fx.trims > 0 {
+            pt.drops += self.fx.drops.len() as u64;
+            self.trims += self.fx.trims;
+            let drops = std::mem::take(&mut self.fx.drops);
+            for &(d, cause) in &drops {
+                self.drop_pkt(d, cause);
+            }
+            self.fx.drops = drops;
+            self.fx.clear();
+        }
+        let pt = &mut self.net.ports[port as usize];
+        if !pt.txdone_pending {
+            if pt.busy_until <= now {
+                self.start_tx(now, port);
+            } else {
+                pt.txdone_pending = true;
+                let at = pt.busy_until;
+                self.q.push(at, Event::TxDone { port });
+            }
+        }
+    }
+
+    #[inline]
+    fn start_tx(&mut self, now: Time, port: u32) {
+        let pt = &mut self.net.ports[port as usize];
+        match pt.disc.dequeue(now, &mut self.arena) {
+            Some(idx) => {
+                let size = self.arena.get(idx).size as u64;
+                let end = now + pt.tx_time(size);
+                pt.busy_until = end;
+                pt.tx_bytes += size;
+                let arrive = end + pt.delay;
+                let more = !pt.disc.is_empty() || (self.nic_idle && pt.node < self.net.num_hosts);
+                if more {
+                    pt.txdone_pending = true;
+                }
+                if pt.pipe.is_empty() {
+                    self.q.push(arrive, Event::LinkArrive { port });
+                }
+                pt.pipe.push_back((arrive, idx));
+                if more {
+                    self.q.push(end, Event::TxDone { port });
+                }
+            }
+            None => {
+                if self.nic_idle && pt.node < self.net.num_hosts {
+                    let host = pt.node;
+                    let mut out = std::mem::take(&mut self.actions);
+                    out.clear();
+                    let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+                    self.transport.on_nic_idle(&mut ctx);
+                    self.apply(now, host, &mut out);
+                    self.actions = out;
+                }
+            }
+        }
+    }
+
+    fn flow_arrival(&mut self, now: Time) {
+        let f = self.next_flow;
+        self.next_flow += 1;
+        let host = self.flows[f].src;
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+        self.transport.start_flow(&mut ctx, f as FlowId);
+        self.apply(now, host, &mut out);
+        self.actions = out;
+        if let Some(n) = self.flows.get(self.next_flow) {
+            self.q.push(n.start.max(now), Event::FlowArrival);
+        }
+    }
+
+    /// Carry out a transport's actions at `host`.
+    fn apply(&mut self, now: Time, host: NodeId, out: &mut Actions) {
+        for i in 0..out.sends.len() {
+            let mut p = out.sends[i];
+            p.hops = 0;
+            p.src = host;
+            if p.is_data() {
+                self.payload_sent += p.payload as u64;
+                if let Some(s) = self.sent.get_mut(p.flow as usize) {
+                    *s += p.payload as u64;
+                }
+            }
+            let dst = p.dst;
+            let flow = p.flow;
+            let idx = self.arena.alloc(p);
+            if dst >= self.net.num_hosts || dst == host {
+                self.drop_pkt(idx, DROP_MISROUTED);
+                continue;
+            }
+            let port = self.net.routes.ecmp(host, dst, flow);
+            self.enqueue(now, port, idx);
+        }
+        for &(at, token) in &out.timers {
+            self.q.push(at.max(now), Event::Timer { host, token });
+        }
+        for &f in &out.completions {
+            let fi = f as usize;
+            if fi >= self.flows.len() {
+                self.audit_errors.push(format!("completion of unknown flow {f}"));
+                continue;
+            }
+            if self.flows[fi].dst != host {
+                self.audit_errors.push(format!("flow {f} reported complete at host {host}, not its receiver"));
+                continue;
+            }
+            if self.finish[fi] != u64::MAX {
+                self.audit_errors.push(format!("flow {f} reported complete twice"));
+                continue;
+            }
+            self.finish[fi] = now.0;
+            if !self.flows[fi].background {
+                self.fg_done += 1;
+            }
+            if let Some(a) = &self.audit {
+                if !a[fi].covers(self.flows[fi].size.0) {
+                    self.audit_errors.push(format!(
+                        "flow {f} reported complete holding {:?} of {} bytes",
+                        a[fi].iv, self.flows[fi].size.0
+                    ));
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self, now: Time) {
+        let Some(s) = &mut self.sampler else { return };
+        let secs = s.interval.as_secs_f64();
+        for &p in &s.ports {
+            let pt = &mut self.net.ports[p as usize];
+            for c in 0..pt.disc.classes() {
+                let b = pt.disc.queue_bytes(c).0;
+                if b > 0 {
+                    s.queue.t_ps.push(now.0);
+                    s.queue.port.push(p);
+                    s.queue.prio.push(c);
+                    s.queue.bytes.push(b);
+                }
+            }
+            let tx = pt.tx_bytes - pt.sampled_tx;
+            pt.sampled_tx = pt.tx_bytes;
+            s.link.t_ps.push(now.0);
+            s.link.port.push(p);
+            s.link.tx_bytes.push(tx);
+            s.link.utilization.push(tx as f64 * 8.0 / (pt.rate.0 as f64 * secs));
+        }
+        let done = self.fg_total > 0 && self.fg_done == self.fg_total && self.next_flow >= self.flows.len();
+        if !done {
+            let at = now + s.interval;
+            self.q.push(at, Event::Sample);
+        }
+    }
+
+    fn finish_output(self, now: Time, events: u64, cut: bool, wall_s: f64) -> RunOutput {
+        let sc = self.sc;
+        let n = self.flows.len();
+        let mut ft = FlowTable::default();
+        for (i, f) in self.flows.iter().enumerate() {
+            let st = self.transport.flow_stats(i as FlowId);
+            ft.id.push(i as u32);
+            ft.src.push(f.src);
+            ft.dst.push(f.dst);
+            ft.size.push(f.size.0);
+            ft.start_ps.push(f.start.0);
+            ft.finish_ps.push(self.finish[i]);
+            ft.fct_ps.push(if self.finish[i] == u64::MAX { u64::MAX } else { self.finish[i] - f.start.0 });
+            ft.ideal_fct_ps.push(self.ideal[i].0);
+            ft.sent_bytes.push(self.sent[i]);
+            ft.retx_bytes.push(st.retx_bytes);
+            ft.timeouts.push(st.timeouts);
+            ft.background.push(f.background);
+            ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
+        }
+        debug_assert_eq!(ft.id.len(), n);
+        let mut pt = PortTable::default();
+        for (i, p) in self.net.ports.iter().enumerate() {
+            pt.id.push(i as u32);
+            pt.node.push(p.node);
+            pt.peer.push(p.peer);
+            pt.rate_bps.push(p.rate.0);
+            pt.delay_ps.push(p.delay.0);
+            pt.node_kind.push(sc.topology.tiers[p.node as usize].name().to_string());
+            pt.peer_kind.push(sc.topology.tiers[p.peer as usize].name().to_string());
+            pt.tx_bytes.push(p.tx_bytes);
+            pt.drops.push(p.drops);
+        }
+        let (queue_samples, link_samples) = match self.sampler {
+            Some(s) => (s.queue, s.link),
+            None => (QueueSamples::default(), LinkSamples::default()),
+        };
+        let live = self.arena.live() as u64;
+        let counters = Counters {
+            events,
+            data_packet_hops: self.data_hops,
+            packet_hops: self.packet_hops,
+            data_payload_sent: self.payload_sent,
+            drops: self.drops.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            trims: self.trims,
+            sim_end_ps: now.0,
+            cut_at_limit: cut && (live > 0 || self.fg_done < self.fg_total),
+            packets_left: live,
+            wall_s,
+            peak_live_packets: self.peak_live as u64,
+        };
+        RunOutput {
+            flows: ft,
+            ports: pt,
+            queue_samples,
+            link_samples,
+            counters,
+            scenario_json: sc.to_json(),
+            audit_errors: self.audit_errors,
+        }
+    }
+}
+
+/// Run a validated scenario.
+pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
+    Sim::new(sc).run(progress)
+}

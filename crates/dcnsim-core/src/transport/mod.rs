@@ -1,0 +1,220 @@
+//! The transport interface: how protocol logic meets the network.
+//!
+//! A transport is one object per run that holds the state of every host's endpoint
+//! for one protocol. The runner calls it with the current time and the host an event
+//! happens at; the transport answers by filling an [`Actions`] value (packets to send
+//! from that host's NIC, timers to arm, flows the receiver now holds completely). It
+//! never touches the network itself, so every mechanism is testable with explicit
+//! timestamps and hand-made packets (smoltcp's process/dispatch/poll_at style).
+//!
+//! Contract (see `docs/ARCHITECTURE.md`, "Transport contract"):
+//! - `start_flow` is called at the flow's source host at its arrival time;
+//! - `on_packet` is called at the host a packet is addressed to, when its last bit arrives;
+//! - `on_timer` is called at the host that armed the timer, at the armed time, with the
+//!   opaque token it gave. Timers are never cancelled by the runner: a transport encodes
+//!   a generation in the token and ignores stale ones ([`TimerSlot`] helps);
+//! - `on_nic_idle` is called at a host whose NIC queue just became empty, only when
+//!   `wants_nic_idle` returns true (pull-based senders such as Homa or pacing);
+//! - a transport only reads and writes the state of the `host` it is called for; it learns
+//!   what the application handed over only from `flows` (the flow table: size, endpoints,
+//!   start, base RTT), never from the other endpoint's state;
+//! - it reports a flow complete exactly once, from the receiving host, at the moment the
+//!   receiver holds every byte of it.
+//!
+//! Window-based (TCP, DCTCP), rate-based (ExpressPass credits, PASE) and receiver-driven
+//! (Homa, pHost, NDP pulls) transports all fit: the receiver side is just another host's
+//! endpoint state, and pacing is a timer.
+//!
+//! New transports live in their own module and are added to [`registry`] only.
+
+pub mod registry;
+pub mod tcp;
+
+use crate::packet::{FlowId, NodeId, Packet};
+use crate::units::{Bytes, Rate, Time};
+
+/// What the application handed to the transport, plus path facts the runner computed.
+#[derive(Clone, Debug)]
+pub struct FlowInfo {
+    pub id: FlowId,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub size: Bytes,
+    /// Arrival time at the sender (the application hands over its data).
+    pub start: Time,
+    /// Base RTT of the flow's path (CONVENTIONS.md definition).
+    pub base_rtt: Time,
+    /// Bottleneck rate along the flow's path.
+    pub path_rate: Rate,
+    /// Line rate of the source host's NIC.
+    pub host_rate: Rate,
+    /// Optional deadline, relative to `start`.
+    pub deadline: Option<Time>,
+    /// A long-lived background flow: never completes, excluded from FCT statistics.
+    pub background: bool,
+}
+
+/// Facts about the network a transport may use at construction.
+#[derive(Clone, Debug)]
+pub struct NetInfo {
+    /// Maximum packet size on the wire.
+    pub mtu: Bytes,
+    /// Transport/IP header bytes of a data packet (payload per packet = mtu - header).
+    pub header: Bytes,
+    /// Wire size of a control packet (ACK, grant, credit ...).
+    pub ctrl_size: Bytes,
+    pub num_nodes: usize,
+    /// Largest base RTT between any two hosts.
+    pub max_base_rtt: Time,
+    /// Fastest host link rate.
+    pub max_host_rate: Rate,
+    /// Number of strict-priority classes the switches provide.
+    pub priorities: u8,
+}
+
+impl NetInfo {
+    pub fn mss(&self) -> u64 {
+        self.mtu.0 - self.header.0
+    }
+}
+
+/// Effects requested by a transport callback.
+#[derive(Default, Debug)]
+pub struct Actions {
+    /// Packets to hand to the calling host's NIC, in order.
+    pub sends: Vec<Packet>,
+    /// Timers to arm at the calling host: (absolute time, opaque token).
+    pub timers: Vec<(Time, u64)>,
+    /// Flows whose receiver (the calling host) now holds every byte.
+    pub completions: Vec<FlowId>,
+}
+
+impl Actions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.timers.clear();
+        self.completions.clear();
+    }
+    #[inline]
+    pub fn send(&mut self, p: Packet) {
+        self.sends.push(p)
+    }
+    #[inline]
+    pub fn timer(&mut self, at: Time, token: u64) {
+        self.timers.push((at, token))
+    }
+    #[inline]
+    pub fn complete(&mut self, f: FlowId) {
+        self.completions.push(f)
+    }
+}
+
+/// The context of one callback.
+pub struct Ctx<'a> {
+    pub now: Time,
+    /// The host the event happens at.
+    pub host: NodeId,
+    /// The run's flow table, indexed by `FlowId`.
+    pub flows: &'a [FlowInfo],
+    pub out: &'a mut Actions,
+}
+
+/// Per-flow counters a transport reports at the end of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowStats {
+    /// Payload bytes sent again after having been sent once (retransmissions).
+    pub retx_bytes: u64,
+    /// Retransmission timeouts that fired for this flow.
+    pub timeouts: u32,
+}
+
+/// A transport protocol. See the module documentation for the contract.
+pub trait Transport {
+    /// Protocol name as written in scenarios.
+    fn name(&self) -> &'static str;
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId);
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet);
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64);
+    fn on_nic_idle(&mut self, _ctx: &mut Ctx) {}
+    fn wants_nic_idle(&self) -> bool {
+        false
+    }
+    fn flow_stats(&self, _flow: FlowId) -> FlowStats {
+        FlowStats::default()
+    }
+}
+
+/// Lazy timer cancellation with a generation counter.
+///
+/// `arm` returns the generation to put in the token; `is_current(gen)` tells whether a
+/// firing timer is the latest armed one; `cancel` makes every armed instance stale.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TimerSlot {
+    gen: u32,
+    armed: bool,
+    /// Absolute expiry time of the current arming.
+    pub at: Time,
+}
+
+impl TimerSlot {
+    /// Arm (or re-arm) the timer; returns the 24-bit generation to put in the token.
+    pub fn arm(&mut self, at: Time) -> u32 {
+        self.gen = (self.gen + 1) & 0xFF_FFFF;
+        self.armed = true;
+        self.at = at;
+        self.gen
+    }
+    pub fn cancel(&mut self) {
+        self.gen = (self.gen + 1) & 0xFF_FFFF;
+        self.armed = false;
+    }
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+    /// True if a timer fired with generation `gen` is the live one; disarms it.
+    pub fn fire(&mut self, gen: u32) -> bool {
+        if self.armed && gen == self.gen {
+            self.armed = false;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Pack a timer token: flow id (32 bits), timer kind (8 bits), generation (24 bits).
+#[inline]
+pub fn token(flow: FlowId, kind: u8, gen: u32) -> u64 {
+    ((flow as u64) << 32) | ((kind as u64) << 24) | (gen as u64 & 0xFF_FFFF)
+}
+
+/// Unpack a token made by [`token`]: (flow, kind, generation).
+#[inline]
+pub fn untoken(t: u64) -> (FlowId, u8, u32) {
+    ((t >> 32) as FlowId, (t >> 24) as u8, (t & 0xFF_FFFF) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn timer_slot_lazy_cancel() {
+        let mut s = TimerSlot::default();
+        let g1 = s.arm(Time::us(1));
+        let g2 = s.arm(Time::us(2));
+        assert!(!s.fire(g1), "re-armed timer makes the old one stale");
+        assert!(s.fire(g2));
+        assert!(!s.fire(g2), "a timer fires once");
+        let g3 = s.arm(Time::us(3));
+        s.cancel();
+        assert!(!s.fire(g3));
+    }
+    #[test]
+    fn token_roundtrip() {
+        let t = token(123_456, 7, 0xABCDEF);
+        assert_eq!(untoken(t), (123_456, 7, 0xABCDEF));
+    }
+}

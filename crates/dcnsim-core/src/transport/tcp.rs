@@ -1,0 +1,2661 @@
+//! TCP NewReno / SACK and DCTCP: one window-based sender and one cumulative-ACK receiver
+//! per flow, used by the `tcp` and `dctcp` protocols and embeddable by other transports.
+//!
+//! # What is modelled
+//! - **Congestion control (RFC 5681)**: slow start and congestion avoidance on a byte-counted
+//!   window (`cwnd` in bytes). Slow start adds the bytes newly acknowledged, at most
+//!   2 x MSS per ACK (RFC 3465 appropriate byte counting, L = 2), so the window doubles per RTT
+//!   with or without delayed ACKs; congestion avoidance adds MSS x acked / cwnd per ACK (that is
+//!   MSS x MSS / cwnd for one full segment), the fractional remainder carried exactly, i.e. one
+//!   MSS per window of data.
+//! - **Loss recovery**: fast retransmit after `dupack_threshold` duplicate ACKs with
+//!   ssthresh = max(FlightSize / 2, 2 x MSS). Without SACK this is NewReno (RFC 6582): window
+//!   inflation by one MSS per further duplicate ACK, a partial ACK retransmits the next hole and
+//!   deflates the window, the first partial ACK restarts the RTO ("impatient" variant), recovery
+//!   ends when the cumulative ACK reaches the recovery point, with
+//!   cwnd = min(ssthresh, max(FlightSize, MSS) + MSS). With SACK (RFC 6675, conservative
+//!   loss recovery): a scoreboard of SACKed ranges, `IsLost` (more than (DupThresh-1) x MSS bytes
+//!   or at least DupThresh segments SACKed above), `pipe` as in SetPipe, `NextSeg` rules 1-3
+//!   (lowest lost hole above HighRxt, then new data, then the lowest un-SACKed hole below the
+//!   highest SACKed byte) and rule 4 (one rescue retransmission of the highest un-SACKed
+//!   segment per recovery), cwnd = ssthresh during and after recovery; recovery is also
+//!   entered when `IsLost(snd_una)` holds before the third duplicate ACK. A duplicate ACK
+//!   counts toward the threshold only if it carries new SACK information (RFC 6675
+//!   definition) when SACK is on. Limited transmit (RFC 3042), RACK/TLP, lost-retransmission
+//!   detection and PRR are not modelled: a lost retransmission is repaired by the RTO.
+//! - **RTO (RFC 6298)**: SRTT/RTTVAR by Jacobson/Karels (first sample R: SRTT = R,
+//!   RTTVAR = R/2; then RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, SRTT = 7/8 SRTT + 1/8 R),
+//!   RTO = clamp(SRTT + 4 RTTVAR, min_rto, max_rto); the timer is restarted by every ACK that
+//!   advances `snd_una` and stopped when everything is acknowledged; on expiry the RTO doubles
+//!   (up to `max_rto`), ssthresh = max(FlightSize / 2, 2 x MSS) (only on the first expiry of a
+//!   series, RFC 5681 §3.1), cwnd = 1 MSS and the sender goes back N from `snd_una`, skipping
+//!   ranges the SACK scoreboard holds (the receiver never reneges). After a timeout,
+//!   duplicate ACKs do not start a fast retransmit until `snd_una` reaches the highest byte sent
+//!   at the timeout (RFC 6582 §4.2, avoiding repeated fast retransmits of go-back-N data).
+//! - **RTT samples**: from the timestamp echo (RFC 7323 RTTM): every data packet carries its send
+//!   time in `ts`, every ACK echoes it, and the sender samples `now - ts` only on ACKs that
+//!   advance `snd_una`. The echoed time belongs to the very transmission that triggered the ACK,
+//!   so retransmissions give valid samples: this replaces Karn's rule (which exists because
+//!   plain TCP cannot tell which transmission an ACK answers) and is what Linux does with
+//!   timestamps on. A delayed ACK echoes the earliest segment it covers, so the delay is part
+//!   of the sample (RFC 7323 §4.3).
+//! - **DCTCP** (Alizadeh et al., SIGCOMM 2010, §3.1; RFC 8257): data packets are ECT; the
+//!   receiver sets ECE on an ACK iff the packets it covers were CE-marked, and with delayed
+//!   ACKs runs the two-state machine (an ACK is sent at once when the CE state of arriving
+//!   packets changes, so each ACK covers packets of a single state and ECE is exact). Every ACK
+//!   also states how many payload bytes it covers, so the sender computes
+//!   F = marked bytes / acknowledged bytes exactly over each observation window (one window of
+//!   data: from the `snd_nxt` at the previous update until `snd_una` passes it) and updates
+//!   alpha = (1 - g) alpha + g F. On the first ECE outside a reduction window the sender sets
+//!   ssthresh = cwnd = max(cwnd (1 - alpha/2), min_cwnd) and ignores further ECE until
+//!   `snd_una` passes the `snd_nxt` of that moment (at most one cut per window, like Linux's
+//!   CWR state); the ACK carrying the cutting ECE does not grow the window. Alpha is updated
+//!   before the cut reacts on the same ACK (Linux order). ECE during loss recovery is ignored
+//!   (the loss reaction already cut the window once in that window). Loss reactions are
+//!   NewReno/SACK (RFC 8257 §3.5). Plain `tcp` with `ecn = true` reacts to ECE the same way
+//!   with alpha fixed at 1, i.e. it halves once per window (RFC 3168).
+//!
+//! Not modelled: connection setup and teardown, the receive window (the receiver buffers
+//! everything), Nagle, pacing, spurious-retransmission undo, ACK loss detection.
+//!
+//! # Choices where the sources leave room
+//! - `min_rto` default **1 ms**: Linux's 200 ms default makes a single incast timeout cost
+//!   1000+ datacenter RTTs (PTCP §II: timeouts "of hundreds of milliseconds"); 1 ms is the
+//!   usual datacenter tuning (the smallest value Linux's `rto_min` route option takes with a
+//!   1 kHz clock) and stays an order of magnitude above datacenter RTTs, so spurious timeouts
+//!   are rare. Scenarios reproducing a paper's RTOmin set it explicitly.
+//! - `initial_rto` default **max(min_rto, 3 x base RTT of the flow)**: connection setup is not
+//!   simulated; RFC 6298 applied to the handshake's RTT sample R gives SRTT = R, RTTVAR = R/2,
+//!   RTO = 3R, so this is the RTO an established connection would start the data with (RFC
+//!   6298's 1 s applies to the SYN only).
+//! - `max_rto` default **1 s**: RFC 6298 allows 60 s; in a simulation, backing off beyond
+//!   1 s only stretches the run, and 1 s is 1000 x the default minimum.
+//! - `init_alpha` default **1.0**: Linux's default (`dctcp_alpha_on_init`), which makes a new
+//!   flow's first reaction as cautious as TCP's (halving) until it has measured the marking
+//!   fraction; set 0 for the original ns-2 behaviour.
+//! - `min_cwnd` (floor of an ECN cut) default **2 packets**, as Linux's DCTCP.
+//! - `delayed_ack_timeout` default **40 us**: Linux's 40 ms delayed-ACK minimum scaled to
+//!   datacenter time, like `min_rto`; it only fires when an odd segment is left without a
+//!   successor. With delayed ACKs on, the receiver ACKs every second full segment
+//!   (2 x MSS bytes pending) and immediately for out-of-order, hole-filling and duplicate
+//!   segments, for the segment that completes the flow and on a CE state change.
+//! - On leaving SACK recovery cwnd = ssthresh (pipe already limited the flight to ssthresh);
+//!   on leaving NewReno recovery the RFC 6582 burst-avoiding form min(ssthresh, flight + MSS)
+//!   is used, because window deflation can otherwise release a burst.
+//! - Segments are aligned to a grid of MSS-sized segments from byte 0, so the last packet of
+//!   a flow carries `size - (n-1) x MSS` bytes and retransmissions resend whole segments.
+//! - A flow of 0 bytes sends one empty DATA packet (so that it completes) and is not
+//!   retransmitted.
+//!
+//! # Header layout
+//! Data packet (`kind = KIND_DATA`, flag `DATA`): `seq` = byte offset of the payload,
+//! `payload` <= MSS, `size` = payload + header, `ts` = send time, `aux2` bit 0 = this is a
+//! retransmission (informational), `ecn = Ect` when ECN is on, `prio` from the
+//! [`PriorityPolicy`], `ack`/`aux`/`rank` = 0.
+//!
+//! ACK (`kind = KIND_ACK`, `net.ctrl_size` bytes, Not-ECT): `ack` = cumulative ACK (next byte
+//! expected); `[seq, aux)` = one SACK block, the receiver's out-of-order range holding the
+//! segment that triggered the ACK (RFC 2018's first block), or the lowest out-of-order range,
+//! or empty (`aux <= seq`) when the receiver holds no out-of-order data; `aux2` bit 31 = ECE,
+//! bits 0..30 = payload bytes of the data packets this ACK covers (duplicates included: the
+//! DCTCP fraction counts packets, not unique bytes); `ts` = echoed data timestamp; `prio` from
+//! [`PriorityPolicy::ack_prio`] (by default the class of the data packet it answers).
+//!
+//! Timers: token kind [`TIMER_RTO`] at the sender, [`TIMER_DELACK`] at the receiver, generation
+//! from a [`TimerSlot`]. The RTO is re-armed lazily: moving the deadline later keeps the armed
+//! event and re-arms when it fires early, so the common path pushes no timer per ACK.
+//!
+//! # Reuse
+//! [`TcpSender`] and [`TcpReceiver`] are plain state machines driven through a [`FlowCtx`];
+//! another transport (PIAS, PPT's high-priority loop ...) can embed them, choose each data
+//! packet's class with its own [`PriorityPolicy`], and route [`TIMER_RTO`] / [`TIMER_DELACK`]
+//! tokens and `KIND_DATA` / `KIND_ACK` packets to them (its own kinds should use values >= 16).
+//!
+//! Per-packet work on the in-order path is O(1): the SACK scoreboard and the receiver's
+//! out-of-order list are empty (and unallocated) unless there is loss or reordering.
+
+use crate::config::FieldError;
+use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
+use crate::transport::{
+    token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport,
+};
+use crate::units::{Bytes, Time};
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// `Packet::kind` of a TCP data segment.
+pub const KIND_DATA: u8 = 1;
+/// `Packet::kind` of a TCP acknowledgement.
+pub const KIND_ACK: u8 = 2;
+/// Timer kind of the sender's retransmission timer.
+pub const TIMER_RTO: u8 = 1;
+/// Timer kind of the receiver's delayed-ACK timer.
+pub const TIMER_DELACK: u8 = 2;
+/// ACK `aux2` bit: ECN-Echo.
+pub const ACK_ECE: u32 = 1 << 31;
+/// ACK `aux2` bits holding the payload bytes the ACK covers.
+pub const ACK_COVERED_MASK: u32 = ACK_ECE - 1;
+/// Data `aux2` bit: the segment is a retransmission.
+pub const DATA_RETX: u32 = 1;
+
+// ------------------------------------------------------------------------------------------
+// Priority policy
+// ------------------------------------------------------------------------------------------
+
+/// Chooses the priority class of each data packet (and of ACKs). The default is a constant
+/// class; PIAS-like schemes demote a flow as its sent bytes grow.
+pub trait PriorityPolicy: Send {
+    /// Class (0 = highest) of the data packet carrying `[seq, ...)`, sent after
+    /// `bytes_sent_before` payload bytes of this flow (retransmissions included).
+    fn prio(&self, flow: &FlowInfo, bytes_sent_before: u64, seq: u64) -> u8;
+    /// Class of an ACK answering a data packet that arrived in class `data_prio`.
+    fn ack_prio(&self, _flow: &FlowInfo, data_prio: u8) -> u8 {
+        data_prio
+    }
+}
+
+/// Every packet in one class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConstPrio(pub u8);
+
+impl PriorityPolicy for ConstPrio {
+    #[inline]
+    fn prio(&self, _flow: &FlowInfo, _bytes_sent_before: u64, _seq: u64) -> u8 {
+        self.0
+    }
+    #[inline]
+    fn ack_prio(&self, _flow: &FlowInfo, _data_prio: u8) -> u8 {
+        self.0
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Configuration
+// ------------------------------------------------------------------------------------------
+
+/// A window bound: a number of packets (MSS) or, written as a string, a size ("64KB").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    Packets(u64),
+    Size(Bytes),
+}
+
+impl Window {
+    fn bytes(self, mss: u64) -> u64 {
+        match self {
+            Window::Packets(n) => n.saturating_mul(mss),
+            Window::Size(b) => b.0,
+        }
+    }
+    fn show(self) -> String {
+        match self {
+            Window::Packets(n) => n.to_string(),
+            Window::Size(b) => format!("\"{b}\""),
+        }
+    }
+}
+
+/// The scenario's `[transport]` table for `tcp` / `dctcp` (without `protocol`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// Initial window, packets.
+    pub init_cwnd: u64,
+    /// Floor of an ECN window cut, packets.
+    pub min_cwnd: u64,
+    /// Optional cap on cwnd: packets, or a size string.
+    #[serde(deserialize_with = "de_opt_window")]
+    pub max_cwnd: Option<Window>,
+    /// Initial slow-start threshold: packets or a size string; `None` = infinite.
+    #[serde(deserialize_with = "de_opt_window")]
+    pub ssthresh: Option<Window>,
+    #[serde(deserialize_with = "de_time")]
+    pub min_rto: Time,
+    #[serde(deserialize_with = "de_time")]
+    pub max_rto: Time,
+    /// `None` = max(min_rto, 3 x the flow's base RTT).
+    #[serde(deserialize_with = "de_opt_time")]
+    pub initial_rto: Option<Time>,
+    pub dupack_threshold: u32,
+    pub sack: bool,
+    pub delayed_ack: bool,
+    #[serde(deserialize_with = "de_time")]
+    pub delayed_ack_timeout: Time,
+    /// DCTCP EWMA gain.
+    pub g: f64,
+    /// DCTCP initial alpha.
+    pub init_alpha: f64,
+    /// `None` = on for dctcp, off for tcp.
+    pub ecn: Option<bool>,
+    /// Priority class of data and ACKs (with the default constant policy).
+    pub prio: u8,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            init_cwnd: 10,
+            min_cwnd: 2,
+            max_cwnd: None,
+            ssthresh: None,
+            min_rto: Time::ms(1),
+            max_rto: Time::ms(1000),
+            initial_rto: None,
+            dupack_threshold: 3,
+            sack: true,
+            delayed_ack: false,
+            delayed_ack_timeout: Time::us(40),
+            g: 1.0 / 16.0,
+            init_alpha: 1.0,
+            ecn: None,
+            prio: 0,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Field names accepted in the table.
+    pub const FIELDS: &'static [&'static str] = &[
+        "init_cwnd",
+        "min_cwnd",
+        "max_cwnd",
+        "ssthresh",
+        "min_rto",
+        "max_rto",
+        "initial_rto",
+        "dupack_threshold",
+        "sack",
+        "delayed_ack",
+        "delayed_ack_timeout",
+        "g",
+        "init_alpha",
+        "ecn",
+        "prio",
+    ];
+
+    /// Parse a `[transport]` table (JSON form, `protocol` removed). `null` means all defaults.
+    pub fn parse(cfg: &serde_json::Value) -> Result<TcpConfig, TcpConfigError> {
+        if cfg.is_null() {
+            return Ok(TcpConfig::default());
+        }
+        if !cfg.is_object() {
+            return Err(TcpConfigError::Parse(FieldError::invalid(
+                "transport",
+                format!("expected a table of tcp/dctcp settings, found {cfg}"),
+                "write the settings as key = value pairs under [transport]",
+            )));
+        }
+        crate::config::from_table(cfg, "transport").map_err(TcpConfigError::Parse)
+    }
+
+    /// Validate and resolve against the network.
+    pub fn resolve(&self, net: &NetInfo, dctcp: bool) -> Result<TcpParams, TcpConfigError> {
+        let bad = |field: &str, value: String, fix: String| TcpConfigError::OutOfRange {
+            field: field.into(),
+            value,
+            fix,
+        };
+        if net.mtu.0 <= net.header.0 {
+            return Err(TcpConfigError::Network {
+                field: "network.mtu".into(),
+                msg: format!(
+                    "MTU {} leaves no payload after the {} header; raise the MTU",
+                    net.mtu, net.header
+                ),
+            });
+        }
+        let mss = net.mss();
+        if self.init_cwnd == 0 {
+            return Err(bad(
+                "init_cwnd",
+                "0".into(),
+                "must be at least 1 packet (10 is the usual value)".into(),
+            ));
+        }
+        if self.min_cwnd == 0 {
+            return Err(bad(
+                "min_cwnd",
+                "0".into(),
+                "must be at least 1 packet (2 as in Linux DCTCP)".into(),
+            ));
+        }
+        let init_cwnd = self.init_cwnd.saturating_mul(mss);
+        let min_cwnd = self.min_cwnd.saturating_mul(mss);
+        let max_cwnd = match self.max_cwnd {
+            None => u64::MAX,
+            Some(w) => {
+                let b = w.bytes(mss);
+                if b < init_cwnd.max(min_cwnd) {
+                    return Err(bad(
+                        "max_cwnd",
+                        w.show(),
+                        format!(
+                            "must be at least init_cwnd and min_cwnd ({} B); remove it for no cap",
+                            init_cwnd.max(min_cwnd)
+                        ),
+                    ));
+                }
+                b
+            }
+        };
+        let init_ssthresh = match self.ssthresh {
+            None => u64::MAX,
+            Some(w) => {
+                let b = w.bytes(mss);
+                if b < mss {
+                    return Err(bad(
+                        "ssthresh",
+                        w.show(),
+                        "must be at least 1 packet; remove it for infinite".into(),
+                    ));
+                }
+                b
+            }
+        };
+        if self.min_rto == Time::ZERO {
+            return Err(bad(
+                "min_rto",
+                format!("\"{}\"", self.min_rto),
+                "must be > 0, e.g. \"1ms\" (a zero floor makes every queueing delay a timeout)"
+                    .into(),
+            ));
+        }
+        if self.max_rto < self.min_rto {
+            return Err(bad(
+                "max_rto",
+                format!("\"{}\"", self.max_rto),
+                format!("must be >= transport.min_rto ({})", self.min_rto),
+            ));
+        }
+        if let Some(t) = self.initial_rto {
+            if t == Time::ZERO {
+                return Err(bad(
+                    "initial_rto",
+                    "\"0ps\"".into(),
+                    "must be > 0; remove it for max(min_rto, 3 x base RTT)".into(),
+                ));
+            }
+        }
+        if self.dupack_threshold == 0 {
+            return Err(bad(
+                "dupack_threshold",
+                "0".into(),
+                "must be at least 1 (3 is standard)".into(),
+            ));
+        }
+        if self.delayed_ack_timeout == Time::ZERO {
+            return Err(bad(
+                "delayed_ack_timeout",
+                "\"0ps\"".into(),
+                "must be > 0, e.g. \"40us\"".into(),
+            ));
+        }
+        if !(self.g > 0.0 && self.g <= 1.0) {
+            return Err(bad(
+                "g",
+                self.g.to_string(),
+                "must be in (0, 1]; DCTCP uses 1/16 = 0.0625".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.init_alpha) {
+            return Err(bad(
+                "init_alpha",
+                self.init_alpha.to_string(),
+                "must be in [0, 1]".into(),
+            ));
+        }
+        let ecn = self.ecn.unwrap_or(dctcp);
+        if dctcp && !ecn {
+            return Err(bad(
+                "ecn",
+                "false".into(),
+                "DCTCP needs ECN; remove transport.ecn or use protocol = \"tcp\"".into(),
+            ));
+        }
+        let classes = net.priorities.clamp(1, 8);
+        if self.prio >= classes {
+            return Err(bad(
+                "prio",
+                self.prio.to_string(),
+                format!("must be below the {classes} priority classes (0 = highest)"),
+            ));
+        }
+        Ok(TcpParams {
+            mss,
+            header: net.header.0,
+            ctrl_size: net.ctrl_size.0,
+            init_cwnd: init_cwnd.min(max_cwnd),
+            min_cwnd,
+            max_cwnd,
+            init_ssthresh,
+            min_rto: self.min_rto,
+            max_rto: self.max_rto,
+            initial_rto: self.initial_rto,
+            dupack_threshold: self.dupack_threshold,
+            sack: self.sack,
+            delayed_ack: self.delayed_ack,
+            delayed_ack_timeout: self.delayed_ack_timeout,
+            dctcp,
+            ecn,
+            g: self.g,
+            init_alpha: if dctcp { self.init_alpha } else { 1.0 },
+            prio: self.prio,
+        })
+    }
+}
+
+/// Resolved, validated parameters (sizes in bytes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpParams {
+    pub mss: u64,
+    pub header: u64,
+    pub ctrl_size: u64,
+    pub init_cwnd: u64,
+    pub min_cwnd: u64,
+    /// `u64::MAX` = no cap.
+    pub max_cwnd: u64,
+    /// `u64::MAX` = infinite.
+    pub init_ssthresh: u64,
+    pub min_rto: Time,
+    pub max_rto: Time,
+    pub initial_rto: Option<Time>,
+    pub dupack_threshold: u32,
+    pub sack: bool,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: Time,
+    /// DCTCP window law (else RFC 3168 halving on ECE when `ecn`).
+    pub dctcp: bool,
+    pub ecn: bool,
+    pub g: f64,
+    pub init_alpha: f64,
+    pub prio: u8,
+}
+
+/// A `[transport]` table error for tcp/dctcp. `field()` names the offending key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TcpConfigError {
+    /// An unknown field, a value of the wrong type or an unparsable time/size
+    /// (from [`crate::config::from_table`], which names the field).
+    Parse(FieldError),
+    /// A well-formed value outside its range; `fix` says what to write instead.
+    OutOfRange {
+        field: String,
+        value: String,
+        fix: String,
+    },
+    /// The network description makes TCP impossible.
+    Network { field: String, msg: String },
+}
+
+impl TcpConfigError {
+    /// The offending key, e.g. `transport.min_rto`.
+    pub fn field(&self) -> String {
+        match self {
+            TcpConfigError::Parse(e) => e.field(),
+            TcpConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
+            TcpConfigError::Network { field, .. } => field.clone(),
+        }
+    }
+}
+
+impl fmt::Display for TcpConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TcpConfigError::Parse(e) => write!(f, "{e}"),
+            TcpConfigError::OutOfRange { value, fix, .. } => {
+                write!(f, "{} = {value}: {fix}", self.field())
+            }
+            TcpConfigError::Network { field, msg } => write!(f, "{field}: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for TcpConfigError {}
+
+struct TimeVisitor;
+
+impl<'de> Visitor<'de> for TimeVisitor {
+    type Value = Time;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a time: picoseconds as a number, or a string such as \"200us\" or \"1ms\"")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Time, E> {
+        Ok(Time(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Time, E> {
+        u64::try_from(v)
+            .map(Time)
+            .map_err(|_| E::custom(format!("time {v} is negative")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Time, E> {
+        if v.is_finite() && v >= 0.0 && v <= u64::MAX as f64 {
+            Ok(Time(v.round() as u64))
+        } else {
+            Err(E::custom(format!("time {v} is out of range")))
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Time, E> {
+        Time::parse(v).map_err(E::custom)
+    }
+}
+
+fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+    d.deserialize_any(TimeVisitor)
+}
+
+fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    d.deserialize_any(TimeVisitor).map(Some)
+}
+
+struct WindowVisitor;
+
+impl<'de> Visitor<'de> for WindowVisitor {
+    type Value = Window;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a window: a number of packets, or a size string such as \"64KB\"")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Window, E> {
+        Ok(Window::Packets(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Window, E> {
+        u64::try_from(v)
+            .map(Window::Packets)
+            .map_err(|_| E::custom(format!("window {v} is negative")))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Window, E> {
+        Bytes::parse(v).map(Window::Size).map_err(E::custom)
+    }
+}
+
+fn de_opt_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
+    d.deserialize_any(WindowVisitor).map(Some)
+}
+
+// ------------------------------------------------------------------------------------------
+// Shared helpers
+// ------------------------------------------------------------------------------------------
+
+/// What a sender or receiver callback needs besides its own state.
+pub struct FlowCtx<'a> {
+    pub now: Time,
+    pub flow: &'a FlowInfo,
+    pub params: &'a TcpParams,
+    pub policy: &'a dyn PriorityPolicy,
+    pub out: &'a mut Actions,
+}
+
+/// Insert `[a, b)` into a sorted list of disjoint, non-adjacent ranges, merging; returns the
+/// number of bytes that were not already covered.
+fn range_insert(v: &mut Vec<(u64, u64)>, a: u64, b: u64) -> u64 {
+    if a >= b {
+        return 0;
+    }
+    let i = v.partition_point(|&(_, y)| y < a);
+    let mut j = i;
+    let (mut na, mut nb) = (a, b);
+    let mut covered = 0;
+    while j < v.len() && v[j].0 <= b {
+        let (x, y) = v[j];
+        covered += y.min(b).saturating_sub(x.max(a));
+        na = na.min(x);
+        nb = nb.max(y);
+        j += 1;
+    }
+    if j == i + 1 && v[i] == (na, nb) {
+        return 0;
+    }
+    v.splice(i..j, std::iter::once((na, nb)));
+    (b - a) - covered
+}
+
+fn ack_packet(
+    cx: &FlowCtx,
+    ack: u64,
+    block: (u64, u64),
+    covered: u64,
+    ece: bool,
+    ts: Time,
+    data_prio: u8,
+) -> Packet {
+    let mut aux2 = covered.min(ACK_COVERED_MASK as u64) as u32;
+    if ece {
+        aux2 |= ACK_ECE;
+    }
+    Packet {
+        src: cx.flow.dst,
+        dst: cx.flow.src,
+        flow: cx.flow.id,
+        size: cx.params.ctrl_size as u32,
+        payload: 0,
+        prio: cx.policy.ack_prio(cx.flow, data_prio),
+        ecn: Ecn::NotEct,
+        flags: PacketFlags::default(),
+        kind: KIND_ACK,
+        seq: block.0,
+        ack,
+        aux: block.1,
+        ts,
+        aux2,
+        ..Packet::default()
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Sender
+// ------------------------------------------------------------------------------------------
+
+/// Loss-recovery state of a sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// No loss recovery in progress.
+    Open,
+    /// NewReno fast recovery (SACK off).
+    NewReno,
+    /// RFC 6675 SACK-based recovery.
+    Sack,
+}
+
+#[derive(Clone, Copy)]
+enum NextSeg {
+    Hole,
+    New,
+    Rescue,
+}
+
+/// The sending half of one TCP/DCTCP flow.
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    id: FlowId,
+    size: u64,
+    mss: u64,
+    una: u64,
+    nxt: u64,
+    max: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    ca_credit: u64,
+    dupacks: u32,
+    recovery: Recovery,
+    recover: u64,
+    high_rxt: u64,
+    rescue_rxt: Option<u64>,
+    partial_seen: bool,
+    /// SACK scoreboard: sorted disjoint ranges above `una`.
+    sb: Vec<(u64, u64)>,
+    srtt: u64,
+    rttvar: u64,
+    has_rtt: bool,
+    rto: Time,
+    rto_series: u32,
+    rto_timer: TimerSlot,
+    rto_on: bool,
+    rto_deadline: Time,
+    alpha: f64,
+    win_acked: u64,
+    win_marked: u64,
+    alpha_end: u64,
+    in_cwr: bool,
+    cwr_end: u64,
+    bytes_sent: u64,
+    retx_bytes: u64,
+    timeouts: u32,
+    ecn_cuts: u32,
+    fast_retx: u32,
+    max_cwnd_seen: u64,
+}
+
+impl TcpSender {
+    pub fn new(flow: &FlowInfo, p: &TcpParams) -> TcpSender {
+        let rto = p
+            .initial_rto
+            .unwrap_or_else(|| p.min_rto.max(flow.base_rtt * 3))
+            .min(p.max_rto);
+        TcpSender {
+            id: flow.id,
+            size: flow.size.0,
+            mss: p.mss,
+            una: 0,
+            nxt: 0,
+            max: 0,
+            cwnd: p.init_cwnd,
+            ssthresh: p.init_ssthresh,
+            ca_credit: 0,
+            dupacks: 0,
+            recovery: Recovery::Open,
+            recover: 0,
+            high_rxt: 0,
+            rescue_rxt: None,
+            partial_seen: false,
+            sb: Vec::new(),
+            srtt: 0,
+            rttvar: 0,
+            has_rtt: false,
+            rto,
+            rto_series: 0,
+            rto_timer: TimerSlot::default(),
+            rto_on: false,
+            rto_deadline: Time::ZERO,
+            alpha: p.init_alpha,
+            win_acked: 0,
+            win_marked: 0,
+            alpha_end: 0,
+            in_cwr: false,
+            cwr_end: 0,
+            bytes_sent: 0,
+            retx_bytes: 0,
+            timeouts: 0,
+            ecn_cuts: 0,
+            fast_retx: 0,
+            max_cwnd_seen: p.init_cwnd,
+        }
+    }
+
+    // ---- read-only state ----
+    /// Congestion window, bytes.
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    /// Slow-start threshold, bytes (`u64::MAX` = infinite).
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    /// DCTCP's estimate of the marked fraction.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+    /// Smoothed RTT, once sampled.
+    pub fn srtt(&self) -> Option<Time> {
+        self.has_rtt.then_some(Time(self.srtt))
+    }
+    pub fn rttvar(&self) -> Option<Time> {
+        self.has_rtt.then_some(Time(self.rttvar))
+    }
+    /// Current retransmission timeout (backoff included).
+    pub fn rto(&self) -> Time {
+        self.rto
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.una
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.nxt
+    }
+    /// Highest byte offset sent + 1.
+    pub fn snd_max(&self) -> u64 {
+        self.max
+    }
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+    pub fn in_cwr(&self) -> bool {
+        self.in_cwr
+    }
+    /// Payload bytes put on the wire (retransmissions included).
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent
+    }
+    pub fn retx_bytes(&self) -> u64 {
+        self.retx_bytes
+    }
+    pub fn timeouts(&self) -> u32 {
+        self.timeouts
+    }
+    /// Window cuts caused by ECN-Echo.
+    pub fn ecn_cuts(&self) -> u32 {
+        self.ecn_cuts
+    }
+    /// Fast retransmits (entries into loss recovery by duplicate ACKs / SACK).
+    pub fn fast_retransmits(&self) -> u32 {
+        self.fast_retx
+    }
+    /// Largest cwnd this flow has had, bytes.
+    pub fn max_cwnd_seen(&self) -> u64 {
+        self.max_cwnd_seen
+    }
+    /// The SACK scoreboard (sorted, disjoint ranges above `snd_una`).
+    pub fn scoreboard(&self) -> &[(u64, u64)] {
+        &self.sb
+    }
+    /// Every byte has been acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.una >= self.size && self.max >= self.size
+    }
+    pub fn stats(&self) -> FlowStats {
+        FlowStats {
+            retx_bytes: self.retx_bytes,
+            timeouts: self.timeouts,
+        }
+    }
+
+    // ---- driving ----
+
+    /// Send the initial window.
+    pub fn start(&mut self, cx: &mut FlowCtx) {
+        if self.size == 0 {
+            self.send_seg(cx, 0, 0);
+            self.stop_rto();
+            return;
+        }
+        self.send_available(cx);
+        self.alpha_end = self.max;
+    }
+
+    /// Send whatever the window (or, in SACK recovery, the pipe) allows.
+    pub fn send_available(&mut self, cx: &mut FlowCtx) {
+        if self.recovery == Recovery::Sack {
+            self.fill_sack(cx);
+        } else {
+            self.fill_normal(cx);
+        }
+    }
+
+    /// Record bytes delivered by other means (e.g. a second loop of an embedding transport)
+    /// so the sender skips them.
+    pub fn mark_delivered(&mut self, a: u64, b: u64) {
+        let a = a.max(self.una);
+        let b = b.min(self.size);
+        range_insert(&mut self.sb, a, b);
+    }
+
+    /// Process an ACK (`kind == KIND_ACK`).
+    pub fn on_ack(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
+        let p = cx.params;
+        let ack = pkt.ack.min(self.size);
+        let ece = pkt.aux2 & ACK_ECE != 0;
+        let covered = (pkt.aux2 & ACK_COVERED_MASK) as u64;
+        if ack > self.max {
+            // Delivered by someone else (an embedding transport's second loop).
+            self.max = ack;
+        }
+        let mut new_sack = 0;
+        if p.sack && pkt.aux > pkt.seq && pkt.aux > ack {
+            new_sack = range_insert(&mut self.sb, pkt.seq.max(ack), pkt.aux.min(self.max));
+        }
+        if p.ecn {
+            self.win_acked += covered;
+            if ece {
+                self.win_marked += covered;
+            }
+        }
+        if ack > self.una {
+            let newly = ack - self.una;
+            self.una = ack;
+            if self.nxt < ack {
+                self.nxt = ack;
+            }
+            if !self.sb.is_empty() {
+                self.trim_scoreboard();
+            }
+            self.dupacks = 0;
+            self.rto_series = 0;
+            self.rtt_sample(p, cx.now.saturating_sub(pkt.ts));
+            if p.ecn && self.una >= self.alpha_end {
+                self.update_alpha(p);
+            }
+            if self.in_cwr && self.una >= self.cwr_end {
+                self.in_cwr = false;
+            }
+            let cut = ece && self.ecn_react(p);
+            let mut restart = true;
+            match self.recovery {
+                Recovery::Open => {
+                    if !cut {
+                        self.grow(p, newly);
+                    }
+                }
+                Recovery::NewReno => {
+                    if self.una >= self.recover {
+                        let flight = self.max - self.una;
+                        self.cwnd = self.ssthresh.min(flight.max(self.mss) + self.mss);
+                        self.recovery = Recovery::Open;
+                    } else {
+                        // Partial ACK: retransmit the next hole, deflate.
+                        let e = self.seg_end(self.una);
+                        self.send_seg(cx, self.una, e);
+                        self.cwnd = self.cwnd.saturating_sub(newly);
+                        if newly >= self.mss {
+                            self.cwnd += self.mss;
+                        }
+                        self.cwnd = self.cwnd.max(self.mss);
+                        restart = !self.partial_seen;
+                        self.partial_seen = true;
+                    }
+                }
+                Recovery::Sack => {
+                    if self.una >= self.recover {
+                        self.cwnd = self.ssthresh;
+                        self.recovery = Recovery::Open;
+                    } else if self.high_rxt < self.una {
+                        self.high_rxt = self.una;
+                    }
+                }
+            }
+            if self.una >= self.max {
+                self.stop_rto();
+            } else if restart {
+                self.restart_rto(cx);
+            }
+        } else if ack == self.una && self.una < self.max {
+            if !p.sack || new_sack > 0 {
+                self.dupacks += 1;
+            }
+            if ece {
+                self.ecn_react(p);
+            }
+            match self.recovery {
+                Recovery::NewReno => self.cwnd += self.mss,
+                Recovery::Sack => {}
+                Recovery::Open => {
+                    if self.una >= self.recover
+                        && (self.dupacks >= p.dupack_threshold
+                            || (p.sack && self.is_lost(p, self.una)))
+                    {
+                        self.enter_recovery(cx);
+                        return;
+                    }
+                }
+            }
+        }
+        if self.una < self.size {
+            self.send_available(cx);
+        }
+    }
+
+    /// Handle a firing [`TIMER_RTO`] token generation. Returns true if a timeout was processed.
+    pub fn on_rto_timer(&mut self, cx: &mut FlowCtx, gen: u32) -> bool {
+        if !self.rto_timer.fire(gen) || !self.rto_on {
+            return false;
+        }
+        if cx.now < self.rto_deadline {
+            // The deadline moved later since this event was armed: re-arm.
+            let d = self.rto_deadline;
+            let g = self.rto_timer.arm(d);
+            cx.out.timer(d, token(self.id, TIMER_RTO, g));
+            return false;
+        }
+        if self.is_done() {
+            self.rto_on = false;
+            return false;
+        }
+        let p = cx.params;
+        self.timeouts += 1;
+        if self.rto_series == 0 {
+            self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+        }
+        self.rto_series += 1;
+        self.cwnd = self.mss;
+        self.ca_credit = 0;
+        self.recovery = Recovery::Open;
+        self.dupacks = 0;
+        self.recover = self.max;
+        self.high_rxt = self.una;
+        self.nxt = self.una;
+        self.in_cwr = false;
+        self.rto = (self.rto * 2).min(p.max_rto);
+        self.restart_rto(cx);
+        self.fill_normal(cx);
+        true
+    }
+
+    // ---- internals ----
+
+    fn rtt_sample(&mut self, p: &TcpParams, r: Time) {
+        let r = r.0;
+        if !self.has_rtt {
+            self.srtt = r;
+            self.rttvar = r / 2;
+            self.has_rtt = true;
+        } else {
+            let d = self.srtt.abs_diff(r);
+            self.rttvar = (3 * self.rttvar + d) / 4;
+            self.srtt = (7 * self.srtt + r) / 8;
+        }
+        let rto = Time(self.srtt.saturating_add(self.rttvar.saturating_mul(4)));
+        self.rto = rto.max(p.min_rto).min(p.max_rto);
+    }
+
+    fn update_alpha(&mut self, p: &TcpParams) {
+        if p.dctcp && self.win_acked > 0 {
+            let f = self.win_marked as f64 / self.win_acked as f64;
+            self.alpha = (1.0 - p.g) * self.alpha + p.g * f;
+        }
+        self.win_acked = 0;
+        self.win_marked = 0;
+        self.alpha_end = self.max;
+    }
+
+    /// React to ECE; returns true if the window was cut.
+    fn ecn_react(&mut self, p: &TcpParams) -> bool {
+        if !p.ecn || self.in_cwr || self.recovery != Recovery::Open {
+            return false;
+        }
+        let factor = if p.dctcp { 1.0 - self.alpha / 2.0 } else { 0.5 };
+        let w = ((self.cwnd as f64 * factor) as u64).max(p.min_cwnd);
+        self.ssthresh = w;
+        self.cwnd = w.min(self.cwnd);
+        self.ca_credit = 0;
+        self.in_cwr = true;
+        self.cwr_end = self.max;
+        self.ecn_cuts += 1;
+        true
+    }
+
+    fn grow(&mut self, p: &TcpParams, newly: u64) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd = (self.cwnd + newly.min(2 * self.mss)).min(self.ssthresh);
+        } else {
+            self.ca_credit += newly * self.mss;
+            if self.ca_credit >= self.cwnd {
+                let inc = self.ca_credit / self.cwnd;
+                self.ca_credit -= inc * self.cwnd;
+                self.cwnd += inc;
+            }
+        }
+        if self.cwnd > p.max_cwnd {
+            self.cwnd = p.max_cwnd;
+        }
+        if self.cwnd > self.max_cwnd_seen {
+            self.max_cwnd_seen = self.cwnd;
+        }
+    }
+
+    fn enter_recovery(&mut self, cx: &mut FlowCtx) {
+        let p = cx.params;
+        self.fast_retx += 1;
+        self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+        self.recover = self.max;
+        self.in_cwr = false;
+        self.ca_credit = 0;
+        let s = self.una;
+        let e = self.seg_end(s);
+        if p.sack {
+            self.recovery = Recovery::Sack;
+            self.rescue_rxt = None;
+            self.cwnd = self.ssthresh;
+            self.send_seg(cx, s, e);
+            self.high_rxt = e;
+            self.fill_sack(cx);
+        } else {
+            self.recovery = Recovery::NewReno;
+            self.partial_seen = false;
+            self.send_seg(cx, s, e);
+            self.cwnd = self.ssthresh + p.dupack_threshold as u64 * self.mss;
+            self.fill_normal(cx);
+        }
+    }
+
+    fn trim_scoreboard(&mut self) {
+        let una = self.una;
+        let k = self.sb.partition_point(|&(_, b)| b <= una);
+        if k > 0 {
+            self.sb.drain(..k);
+        }
+        if let Some(first) = self.sb.first_mut() {
+            if first.0 < una {
+                first.0 = una;
+            }
+        }
+    }
+
+    /// End of the segment starting at `s`: the MSS grid, the flow end, the next SACKed range.
+    fn seg_end(&self, s: u64) -> u64 {
+        let mut e = ((s / self.mss + 1) * self.mss).min(self.size);
+        if !self.sb.is_empty() {
+            if let Some(&(a, _)) = self.sb.iter().find(|&&(a, _)| a > s) {
+                e = e.min(a);
+            }
+        }
+        e
+    }
+
+    /// First byte at or after `s` that is not SACKed.
+    fn skip_sacked(&self, s: u64) -> u64 {
+        for &(a, b) in &self.sb {
+            if a > s {
+                break;
+            }
+            if s < b {
+                return b;
+            }
+        }
+        s
+    }
+
+    fn sacked_between(&self, a: u64, b: u64) -> u64 {
+        overlap(&self.sb, a, b)
+    }
+
+    /// Start of the range below which every un-SACKed byte is deemed lost (RFC 6675 IsLost).
+    fn lost_boundary(&self, p: &TcpParams) -> u64 {
+        let thr = (p.dupack_threshold as u64 - 1) * self.mss;
+        let mut bytes = 0;
+        let mut segs = 0;
+        for &(a, b) in self.sb.iter().rev() {
+            bytes += b - a;
+            segs += (b - 1) / self.mss - a / self.mss + 1;
+            if bytes > thr || segs >= p.dupack_threshold as u64 {
+                return a;
+            }
+        }
+        self.una
+    }
+
+    fn is_lost(&self, p: &TcpParams, s: u64) -> bool {
+        s < self.lost_boundary(p)
+    }
+
+    /// RFC 6675 SetPipe.
+    fn pipe(&self, p: &TcpParams) -> u64 {
+        let l = self.lost_boundary(p);
+        let hr = self.high_rxt;
+        let mut pipe = 0;
+        let mut pos = self.una;
+        let hole = |a: u64, b: u64| -> u64 {
+            if a >= b {
+                return 0;
+            }
+            // Not lost: counted once; retransmitted: counted (again).
+            b.saturating_sub(a.max(l)) + hr.min(b).saturating_sub(a)
+        };
+        for &(a, b) in &self.sb {
+            pipe += hole(pos, a.min(self.max));
+            pos = pos.max(b);
+        }
+        pipe + hole(pos, self.max)
+    }
+
+    fn fill_normal(&mut self, cx: &mut FlowCtx) {
+        loop {
+            let mut s = self.nxt;
+            let outstanding = if self.sb.is_empty() {
+                s - self.una
+            } else {
+                s = self.skip_sacked(s);
+                (s - self.una) - self.sacked_between(self.una, s)
+            };
+            if s >= self.size {
+                break;
+            }
+            let e = self.seg_end(s);
+            if outstanding + (e - s) > self.cwnd {
+                break;
+            }
+            self.send_seg(cx, s, e);
+            self.nxt = e;
+        }
+    }
+
+    fn fill_sack(&mut self, cx: &mut FlowCtx) {
+        let p = cx.params;
+        let mut pipe = self.pipe(p);
+        loop {
+            let l = self.lost_boundary(p);
+            let high_sacked = self.sb.last().map_or(self.una, |r| r.1);
+            let s1 = self.skip_sacked(self.high_rxt.max(self.una));
+            let s2 = self.skip_sacked(self.nxt);
+            let (s, e, kind) = if s1 < l && s1 < self.max {
+                // Rule 1: the lowest lost hole above HighRxt.
+                (s1, self.seg_end(s1), NextSeg::Hole)
+            } else if s2 < self.size {
+                // Rule 2: new data.
+                (s2, self.seg_end(s2), NextSeg::New)
+            } else if s1 < high_sacked {
+                // Rule 3: an un-SACKed hole below the highest SACKed byte, not yet deemed lost.
+                (s1, self.seg_end(s1), NextSeg::Hole)
+            } else if let Some(h) = self.rescue_candidate() {
+                // Rule 4: once per recovery, the segment holding the highest un-SACKed byte.
+                let a = ((h / self.mss) * self.mss).max(self.una);
+                (a, self.seg_end(a), NextSeg::Rescue)
+            } else {
+                break;
+            };
+            if pipe + (e - s) > self.cwnd {
+                break;
+            }
+            self.send_seg(cx, s, e);
+            pipe += e - s;
+            match kind {
+                NextSeg::Hole => self.high_rxt = e,
+                NextSeg::New => self.nxt = e,
+                NextSeg::Rescue => self.rescue_rxt = Some(self.recover),
+            }
+        }
+    }
+
+    /// RFC 6675 NextSeg rule 4: the highest un-SACKed outstanding byte, if no rescue
+    /// retransmission happened in this recovery yet.
+    fn rescue_candidate(&self) -> Option<u64> {
+        if self.rescue_rxt.is_some_and(|r| r >= self.una) || self.una >= self.max {
+            return None;
+        }
+        let h = match self.sb.last() {
+            Some(&(a, b)) if b >= self.max => a.checked_sub(1)?,
+            _ => self.max - 1,
+        };
+        (h >= self.una && h >= self.high_rxt).then_some(h)
+    }
+
+    fn send_seg(&mut self, cx: &mut FlowCtx, s: u64, e: u64) {
+        let p = cx.params;
+        let payload = e - s;
+        let retx = s < self.max;
+        let pkt = Packet {
+            src: cx.flow.src,
+            dst: cx.flow.dst,
+            flow: self.id,
+            size: (payload + p.header) as u32,
+            payload: payload as u32,
+            prio: cx.policy.prio(cx.flow, self.bytes_sent, s),
+            ecn: if p.ecn { Ecn::Ect } else { Ecn::NotEct },
+            flags: PacketFlags(PacketFlags::DATA),
+            kind: KIND_DATA,
+            seq: s,
+            ts: cx.now,
+            aux2: if retx { DATA_RETX } else { 0 },
+            ..Packet::default()
+        };
+        cx.out.send(pkt);
+        self.bytes_sent += payload;
+        if retx {
+            self.retx_bytes += e.min(self.max) - s;
+        }
+        if e > self.max {
+            self.max = e;
+        }
+        if !self.rto_on {
+            self.restart_rto(cx);
+        }
+    }
+
+    fn restart_rto(&mut self, cx: &mut FlowCtx) {
+        let d = cx.now + self.rto;
+        self.rto_on = true;
+        self.rto_deadline = d;
+        if self.rto_timer.is_armed() && self.rto_timer.at <= d {
+            return; // the armed event fires first and re-arms to the deadline
+        }
+        let g = self.rto_timer.arm(d);
+        cx.out.timer(d, token(self.id, TIMER_RTO, g));
+    }
+
+    fn stop_rto(&mut self) {
+        self.rto_on = false;
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Receiver
+// ------------------------------------------------------------------------------------------
+
+/// The receiving half of one TCP/DCTCP flow.
+#[derive(Clone, Debug)]
+pub struct TcpReceiver {
+    size: u64,
+    rcv_nxt: u64,
+    /// Out-of-order ranges above `rcv_nxt`, sorted, disjoint.
+    ooo: Vec<(u64, u64)>,
+    complete: bool,
+    /// Payload bytes received since the last ACK.
+    pend_bytes: u64,
+    pend_ts: Time,
+    pend_ce: bool,
+    pend_prio: u8,
+    delack: TimerSlot,
+    dup_bytes: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: &FlowInfo) -> TcpReceiver {
+        TcpReceiver {
+            size: flow.size.0,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            complete: false,
+            pend_bytes: 0,
+            pend_ts: Time::ZERO,
+            pend_ce: false,
+            pend_prio: 0,
+            delack: TimerSlot::default(),
+            dup_bytes: 0,
+        }
+    }
+
+    /// Next byte expected (cumulative ACK).
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+    pub fn out_of_order(&self) -> &[(u64, u64)] {
+        &self.ooo
+    }
+    /// Payload bytes received more than once.
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.dup_bytes
+    }
+
+    fn sack_block(&self, s: u64) -> (u64, u64) {
+        if self.ooo.is_empty() {
+            return (self.rcv_nxt, self.rcv_nxt);
+        }
+        self.ooo
+            .iter()
+            .copied()
+            .find(|&(a, b)| a <= s && s < b)
+            .unwrap_or(self.ooo[0])
+    }
+
+    fn send_ack(&mut self, cx: &mut FlowCtx, block: (u64, u64)) {
+        let pkt = ack_packet(
+            cx,
+            self.rcv_nxt,
+            block,
+            self.pend_bytes,
+            self.pend_ce,
+            self.pend_ts,
+            self.pend_prio,
+        );
+        cx.out.send(pkt);
+        self.pend_bytes = 0;
+        if self.delack.is_armed() {
+            self.delack.cancel();
+        }
+    }
+
+    /// Process a data packet. Reports completion through `cx.out` (once) and returns true
+    /// when this packet completed the flow.
+    pub fn on_data(&mut self, cx: &mut FlowCtx, pkt: &Packet) -> bool {
+        let p = cx.params;
+        let ce = pkt.ecn == Ecn::Ce;
+        let (s, e) = (pkt.seq, pkt.seq + pkt.payload as u64);
+        if self.pend_bytes > 0 && ce != self.pend_ce {
+            // DCTCP two-state machine: ACK what came before in the old state.
+            let b = self.sack_block(self.rcv_nxt);
+            self.send_ack(cx, b);
+        }
+        let had_ooo = !self.ooo.is_empty();
+        let before = self.rcv_nxt;
+        let mut ooo_seg = false;
+        let newly;
+        if s <= self.rcv_nxt {
+            if e > self.rcv_nxt {
+                newly = (e - self.rcv_nxt) - overlap(&self.ooo, self.rcv_nxt, e);
+                self.rcv_nxt = e;
+                if had_ooo {
+                    let mut k = 0;
+                    while k < self.ooo.len() && self.ooo[k].0 <= self.rcv_nxt {
+                        self.rcv_nxt = self.rcv_nxt.max(self.ooo[k].1);
+                        k += 1;
+                    }
+                    self.ooo.drain(..k);
+                }
+            } else {
+                newly = 0;
+            }
+        } else {
+            ooo_seg = true;
+            newly = range_insert(&mut self.ooo, s, e);
+        }
+        let dup = newly < e - s;
+        if dup {
+            self.dup_bytes += (e - s) - newly;
+        }
+        if self.pend_bytes == 0 {
+            self.pend_ts = pkt.ts;
+        }
+        self.pend_ce = ce;
+        self.pend_prio = pkt.prio;
+        self.pend_bytes += pkt.payload as u64;
+        let mut completed = false;
+        if !self.complete && self.rcv_nxt >= self.size {
+            self.complete = true;
+            completed = true;
+            cx.out.complete(cx.flow.id);
+        }
+        let hole_fill = had_ooo && self.rcv_nxt > before;
+        let immediate = !p.delayed_ack
+            || ooo_seg
+            || hole_fill
+            || dup
+            || self.complete
+            || self.pend_bytes >= 2 * p.mss;
+        if immediate {
+            let b = self.sack_block(s);
+            self.send_ack(cx, b);
+        } else if !self.delack.is_armed() {
+            let at = cx.now + p.delayed_ack_timeout;
+            let g = self.delack.arm(at);
+            cx.out.timer(at, token(cx.flow.id, TIMER_DELACK, g));
+        }
+        completed
+    }
+
+    /// Handle a firing [`TIMER_DELACK`] token generation.
+    pub fn on_delack_timer(&mut self, cx: &mut FlowCtx, gen: u32) {
+        if self.delack.fire(gen) && self.pend_bytes > 0 {
+            let b = self.sack_block(self.rcv_nxt);
+            self.send_ack(cx, b);
+        }
+    }
+}
+
+/// Bytes of `[a, b)` covered by the sorted ranges `v`.
+fn overlap(v: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    let mut n = 0;
+    for &(x, y) in v {
+        if x >= b {
+            break;
+        }
+        n += y.min(b).saturating_sub(x.max(a));
+    }
+    n
+}
+
+/// ACK a data packet that arrives after the receiver completed (and freed its state).
+pub fn ack_after_completion(cx: &mut FlowCtx, pkt: &Packet) {
+    let size = cx.flow.size.0;
+    let p = ack_packet(
+        cx,
+        size,
+        (size, size),
+        pkt.payload as u64,
+        pkt.ecn == Ecn::Ce,
+        pkt.ts,
+        pkt.prio,
+    );
+    cx.out.send(p);
+}
+
+// ------------------------------------------------------------------------------------------
+// The transport
+// ------------------------------------------------------------------------------------------
+
+#[derive(Default)]
+enum Half<T> {
+    #[default]
+    Idle,
+    Active(Box<T>),
+    Done,
+}
+
+#[derive(Default)]
+struct Slot {
+    snd: Half<TcpSender>,
+    rcv: Half<TcpReceiver>,
+    stats: FlowStats,
+}
+
+/// TCP (NewReno/SACK) or DCTCP for every host of a run.
+pub struct Tcp {
+    params: TcpParams,
+    policy: Box<dyn PriorityPolicy>,
+    slots: Vec<Slot>,
+}
+
+impl Tcp {
+    /// Build from the scenario's `[transport]` table (without `protocol`); `dctcp` selects
+    /// the DCTCP window law and ECN by default.
+    pub fn from_config(
+        cfg: &serde_json::Value,
+        net: &NetInfo,
+        dctcp: bool,
+    ) -> Result<Tcp, TcpConfigError> {
+        let params = TcpConfig::parse(cfg)?.resolve(net, dctcp)?;
+        Ok(Tcp::new(params))
+    }
+
+    pub fn new(params: TcpParams) -> Tcp {
+        let policy = Box::new(ConstPrio(params.prio));
+        Tcp {
+            params,
+            policy,
+            slots: Vec::new(),
+        }
+    }
+
+    /// Replace the constant-priority policy.
+    pub fn with_priority_policy(mut self, policy: Box<dyn PriorityPolicy>) -> Tcp {
+        self.policy = policy;
+        self
+    }
+
+    pub fn params(&self) -> &TcpParams {
+        &self.params
+    }
+
+    /// The live sender state of `flow` (None before start and after every byte is acked).
+    pub fn sender(&self, flow: FlowId) -> Option<&TcpSender> {
+        match self.slots.get(flow as usize).map(|s| &s.snd) {
+            Some(Half::Active(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The live receiver state of `flow` (None before the first packet and after completion).
+    pub fn receiver(&self, flow: FlowId) -> Option<&TcpReceiver> {
+        match self.slots.get(flow as usize).map(|s| &s.rcv) {
+            Some(Half::Active(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The receiver of `flow` holds every byte.
+    pub fn receiver_complete(&self, flow: FlowId) -> bool {
+        matches!(
+            self.slots.get(flow as usize).map(|s| &s.rcv),
+            Some(Half::Done)
+        )
+    }
+
+    /// The sender of `flow` has every byte acknowledged.
+    pub fn sender_done(&self, flow: FlowId) -> bool {
+        matches!(
+            self.slots.get(flow as usize).map(|s| &s.snd),
+            Some(Half::Done)
+        )
+    }
+
+    #[inline]
+    fn ensure(&mut self, n: usize) {
+        if self.slots.len() < n {
+            self.slots.resize_with(n, Slot::default);
+        }
+    }
+}
+
+fn finish_sender(slot: &mut Slot) {
+    if let Half::Active(s) = &slot.snd {
+        if s.is_done() {
+            slot.stats = s.stats();
+            slot.snd = Half::Done;
+        }
+    }
+}
+
+impl Transport for Tcp {
+    fn name(&self) -> &'static str {
+        if self.params.dctcp {
+            "dctcp"
+        } else {
+            "tcp"
+        }
+    }
+
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let id = flow as usize;
+        self.ensure(ctx.flows.len());
+        let info = &ctx.flows[id];
+        let mut cx = FlowCtx {
+            now: ctx.now,
+            flow: info,
+            params: &self.params,
+            policy: &*self.policy,
+            out: &mut *ctx.out,
+        };
+        let mut s = Box::new(TcpSender::new(info, &self.params));
+        s.start(&mut cx);
+        let slot = &mut self.slots[id];
+        slot.snd = Half::Active(s);
+        finish_sender(slot);
+    }
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let id = pkt.flow as usize;
+        if id >= ctx.flows.len() {
+            return;
+        }
+        self.ensure(ctx.flows.len());
+        let info = &ctx.flows[id];
+        let mut cx = FlowCtx {
+            now: ctx.now,
+            flow: info,
+            params: &self.params,
+            policy: &*self.policy,
+            out: &mut *ctx.out,
+        };
+        let slot = &mut self.slots[id];
+        match pkt.kind {
+            KIND_DATA => {
+                let done = match &mut slot.rcv {
+                    Half::Done => {
+                        ack_after_completion(&mut cx, pkt);
+                        false
+                    }
+                    Half::Active(r) => {
+                        r.on_data(&mut cx, pkt);
+                        r.is_complete()
+                    }
+                    Half::Idle => {
+                        let mut r = Box::new(TcpReceiver::new(info));
+                        r.on_data(&mut cx, pkt);
+                        let c = r.is_complete();
+                        slot.rcv = Half::Active(r);
+                        c
+                    }
+                };
+                if done {
+                    slot.rcv = Half::Done;
+                }
+            }
+            KIND_ACK => {
+                if let Half::Active(s) = &mut slot.snd {
+                    s.on_ack(&mut cx, pkt);
+                    finish_sender(slot);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, tok: u64) {
+        let (flow, kind, gen) = untoken(tok);
+        let id = flow as usize;
+        if id >= self.slots.len() || id >= ctx.flows.len() {
+            return;
+        }
+        let info = &ctx.flows[id];
+        let mut cx = FlowCtx {
+            now: ctx.now,
+            flow: info,
+            params: &self.params,
+            policy: &*self.policy,
+            out: &mut *ctx.out,
+        };
+        let slot = &mut self.slots[id];
+        match kind {
+            TIMER_RTO => {
+                if let Half::Active(s) = &mut slot.snd {
+                    s.on_rto_timer(&mut cx, gen);
+                    finish_sender(slot);
+                }
+            }
+            TIMER_DELACK => {
+                if let Half::Active(r) = &mut slot.rcv {
+                    r.on_delack_timer(&mut cx, gen);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        match self.slots.get(flow as usize) {
+            Some(Slot {
+                snd: Half::Active(s),
+                ..
+            }) => s.stats(),
+            Some(slot) => slot.stats,
+            None => FlowStats::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::NodeId;
+    use crate::units::Rate;
+    use serde_json::json;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    const MSS: u64 = 1460;
+
+    fn net() -> NetInfo {
+        NetInfo {
+            mtu: Bytes(1500),
+            header: Bytes(40),
+            ctrl_size: Bytes(64),
+            num_nodes: 4,
+            max_base_rtt: Time::us(10),
+            max_host_rate: Rate::gbps(10),
+            priorities: 8,
+        }
+    }
+
+    fn flow(id: FlowId, src: NodeId, dst: NodeId, size: u64) -> FlowInfo {
+        FlowInfo {
+            id,
+            src,
+            dst,
+            size: Bytes(size),
+            start: Time::ZERO,
+            base_rtt: Time::us(10),
+            path_rate: Rate::gbps(10),
+            host_rate: Rate::gbps(10),
+            deadline: None,
+            background: false,
+        }
+    }
+
+    /// Drives one `Tcp` by hand: every call returns the actions it produced.
+    struct H {
+        tcp: Tcp,
+        flows: Vec<FlowInfo>,
+    }
+
+    impl H {
+        fn new(cfg: serde_json::Value, dctcp: bool, sizes: &[u64]) -> H {
+            let tcp = Tcp::from_config(&cfg, &net(), dctcp).expect("valid config");
+            let flows = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| flow(i as FlowId, 0, 1, s))
+                .collect();
+            H { tcp, flows }
+        }
+        fn call(&mut self, now: Time, host: NodeId, f: impl FnOnce(&mut Tcp, &mut Ctx)) -> Actions {
+            let mut out = Actions::new();
+            let mut ctx = Ctx {
+                now,
+                host,
+                flows: &self.flows,
+                out: &mut out,
+            };
+            f(&mut self.tcp, &mut ctx);
+            out
+        }
+        fn start(&mut self, now: Time, f: FlowId) -> Actions {
+            let host = self.flows[f as usize].src;
+            self.call(now, host, |t, c| t.start_flow(c, f))
+        }
+        fn deliver(&mut self, now: Time, p: &Packet) -> Actions {
+            let host = p.dst;
+            self.call(now, host, |t, c| t.on_packet(c, p))
+        }
+        fn fire(&mut self, now: Time, host: NodeId, tok: u64) -> Actions {
+            self.call(now, host, |t, c| t.on_timer(c, tok))
+        }
+        /// Deliver data packets to the receiver; return the ACKs.
+        fn deliver_data(&mut self, now: Time, data: &[Packet]) -> Vec<Packet> {
+            let mut acks = Vec::new();
+            for d in data {
+                acks.extend(self.deliver(now, d).sends);
+            }
+            acks
+        }
+        /// Deliver ACKs to the sender; return the data packets sent in response.
+        fn deliver_acks(&mut self, now: Time, acks: &[Packet]) -> Vec<Packet> {
+            let mut data = Vec::new();
+            for a in acks {
+                data.extend(self.deliver(now, a).sends);
+            }
+            data
+        }
+        fn snd(&self, f: FlowId) -> &TcpSender {
+            self.tcp.sender(f).expect("live sender")
+        }
+    }
+
+    fn seqs(ps: &[Packet]) -> Vec<u64> {
+        ps.iter().map(|p| p.seq / MSS).collect()
+    }
+
+    fn ce(mut p: Packet) -> Packet {
+        p.ecn = Ecn::Ce;
+        p
+    }
+
+    fn ece(a: &Packet) -> bool {
+        a.aux2 & ACK_ECE != 0
+    }
+
+    fn covered(a: &Packet) -> u64 {
+        (a.aux2 & ACK_COVERED_MASK) as u64
+    }
+
+    // ---------------------------------------------------------------- windows
+
+    #[test]
+    fn initial_window_is_init_cwnd_packets() {
+        let mut h = H::new(json!({}), false, &[100 * MSS]);
+        let a = h.start(Time::ZERO, 0);
+        assert_eq!(a.sends.len(), 10);
+        for (i, p) in a.sends.iter().enumerate() {
+            assert!(p.is_data());
+            assert_eq!(p.kind, KIND_DATA);
+            assert_eq!(p.seq, i as u64 * MSS);
+            assert_eq!(p.payload as u64, MSS);
+            assert_eq!(p.size, 1500);
+            assert_eq!((p.src, p.dst, p.flow), (0, 1, 0));
+            assert_eq!(p.prio, 0);
+            assert_eq!(p.ecn, Ecn::NotEct, "plain tcp is not ECT by default");
+            assert_eq!(p.aux2 & DATA_RETX, 0);
+        }
+        // One RTO timer at max(min_rto, 3 x base RTT) = 1 ms.
+        assert_eq!(a.timers.len(), 1);
+        assert_eq!(a.timers[0].0, Time::ms(1));
+        assert_eq!(
+            untoken(a.timers[0].1),
+            (0, TIMER_RTO, untoken(a.timers[0].1).2)
+        );
+        assert_eq!(h.snd(0).cwnd(), 10 * MSS);
+
+        let mut h = H::new(json!({"init_cwnd": 4, "prio": 2}), true, &[100 * MSS]);
+        let a = h.start(Time::ZERO, 0);
+        assert_eq!(a.sends.len(), 4);
+        assert!(a.sends.iter().all(|p| p.ecn == Ecn::Ect && p.prio == 2));
+    }
+
+    #[test]
+    fn last_packet_carries_the_remainder() {
+        let size = 3 * MSS + 100;
+        let mut h = H::new(json!({}), false, &[size]);
+        let a = h.start(Time::ZERO, 0);
+        assert_eq!(a.sends.len(), 4);
+        let last = a.sends[3];
+        assert_eq!(last.seq, 3 * MSS);
+        assert_eq!(last.payload as u64, size - 3 * MSS);
+        assert_eq!(last.size as u64, size - 3 * MSS + 40);
+        assert_eq!(a.sends.iter().map(|p| p.payload as u64).sum::<u64>(), size);
+    }
+
+    #[test]
+    fn slow_start_doubles_per_rtt() {
+        for delayed in [false, true] {
+            let mut h = H::new(json!({ "delayed_ack": delayed }), false, &[10_000 * MSS]);
+            let mut data = h.start(Time::ZERO, 0).sends;
+            let mut t = Time::ZERO;
+            for round in 1..=4u64 {
+                t += Time::us(10);
+                let acks = h.deliver_data(t, &data);
+                if delayed {
+                    assert_eq!(
+                        acks.len(),
+                        data.len() / 2,
+                        "delayed ACKs: one per two segments"
+                    );
+                }
+                data = h.deliver_acks(t + Time::us(5), &acks);
+                assert_eq!(
+                    h.snd(0).cwnd(),
+                    (10 << round) * MSS,
+                    "round {round}, delayed {delayed}"
+                );
+                assert_eq!(data.len() as u64, 10 << round, "round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_window() {
+        let mut h = H::new(json!({ "ssthresh": 10 }), false, &[10_000 * MSS]);
+        let data = h.start(Time::ZERO, 0).sends;
+        let acks = h.deliver_data(Time::us(10), &data);
+        h.deliver_acks(Time::us(20), &acks);
+        // 10 ACKs of one MSS at cwnd ~ 10 MSS: + ~1 MSS (exactly sum of MSS^2 / cwnd_i).
+        let c = h.snd(0).cwnd();
+        assert!(c > 10 * MSS + MSS - 100 && c <= 11 * MSS, "{c}");
+    }
+
+    // ---------------------------------------------------------------- loss recovery
+
+    #[test]
+    fn three_dupacks_fast_retransmit_newreno() {
+        let mut h = H::new(json!({ "sack": false }), false, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let t = Time::us(10);
+        let delivered: Vec<Packet> = w.iter().copied().filter(|p| p.seq != MSS).collect();
+        let acks = h.deliver_data(t, &delivered);
+        assert_eq!(acks.len(), 9);
+        assert_eq!(acks[0].ack, MSS);
+        assert!(acks[1..].iter().all(|a| a.ack == MSS), "duplicate ACKs");
+        // First ACK advances: slow start sends two more (segments 10, 11).
+        let mut more = h.deliver_acks(t, &acks[..1]);
+        assert_eq!(seqs(&more), vec![10, 11]);
+        assert!(
+            h.deliver_acks(t, &acks[1..3]).is_empty(),
+            "two dupacks: nothing"
+        );
+        let r = h.deliver_acks(t, &acks[3..4]);
+        assert_eq!(r.len(), 1, "third dupack: exactly one retransmission");
+        assert_eq!(r[0].seq, MSS);
+        assert_ne!(r[0].aux2 & DATA_RETX, 0);
+        let s = h.snd(0);
+        assert_eq!(s.recovery(), Recovery::NewReno);
+        let flight = 11 * MSS; // snd_max 12 MSS - snd_una 1 MSS
+        assert_eq!(s.ssthresh(), flight / 2, "ssthresh = FlightSize / 2");
+        assert_eq!(
+            s.cwnd(),
+            flight / 2 + 3 * MSS,
+            "inflated by the three dupacks"
+        );
+        // More dupacks inflate; what is sent is new data only.
+        let later = h.deliver_acks(t, &acks[4..]);
+        assert!(
+            later.iter().all(|p| p.seq >= 12 * MSS),
+            "{:?}",
+            seqs(&later)
+        );
+        more.extend(later);
+        // Deliver the new segments (more dupacks), then the retransmission: full ACK.
+        let acks2 = h.deliver_data(t, &more);
+        h.deliver_acks(t, &acks2);
+        let full = h.deliver_data(t + Time::us(10), &r);
+        assert!(full[0].ack >= 12 * MSS, "ACK reaches the recovery point");
+        h.deliver_acks(t + Time::us(10), &full);
+        let s = h.snd(0);
+        assert_eq!(s.recovery(), Recovery::Open);
+        assert!(
+            s.cwnd() <= flight / 2,
+            "window halved after recovery: {}",
+            s.cwnd()
+        );
+        assert_eq!(s.retx_bytes(), MSS);
+        assert_eq!(s.fast_retransmits(), 1);
+    }
+
+    #[test]
+    fn newreno_partial_ack_retransmits_next_hole() {
+        let mut h = H::new(json!({ "sack": false }), false, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let t = Time::us(10);
+        let delivered: Vec<Packet> = w
+            .iter()
+            .copied()
+            .filter(|p| p.seq != MSS && p.seq != 4 * MSS)
+            .collect();
+        let acks = h.deliver_data(t, &delivered);
+        let mut sent = Vec::new();
+        for a in &acks {
+            sent.extend(h.deliver_acks(t, std::slice::from_ref(a)));
+        }
+        let retx: Vec<&Packet> = sent.iter().filter(|p| p.seq < 10 * MSS).collect();
+        assert_eq!(retx.len(), 1);
+        assert_eq!(retx[0].seq, MSS);
+        // The retransmission fills the first hole: the receiver acks up to the second hole.
+        let partial = h.deliver_data(t + Time::us(10), &[*retx[0]]);
+        assert_eq!(partial[0].ack, 4 * MSS);
+        let r = h.deliver_acks(t + Time::us(10), &partial);
+        assert_eq!(
+            r[0].seq,
+            4 * MSS,
+            "partial ACK retransmits the next hole at once"
+        );
+        assert_ne!(r[0].aux2 & DATA_RETX, 0);
+        assert_eq!(h.snd(0).recovery(), Recovery::NewReno, "still in recovery");
+    }
+
+    #[test]
+    fn sack_recovery_retransmits_only_the_holes() {
+        for sack in [true, false] {
+            let mut sim = Sim::new(json!({ "sack": sack }), false, &[60 * MSS]);
+            sim.drop_first = vec![2 * MSS, 5 * MSS, 7 * MSS];
+            sim.run(Time::ms(100));
+            let retx: Vec<u64> = sim
+                .sent
+                .iter()
+                .filter(|p| p.aux2 & DATA_RETX != 0)
+                .map(|p| p.seq / MSS)
+                .collect();
+            if sack {
+                assert_eq!(
+                    retx,
+                    vec![2, 5, 7],
+                    "SACK retransmits exactly the three holes"
+                );
+            } else {
+                let mut r = retx.clone();
+                r.sort();
+                r.dedup();
+                assert_eq!(
+                    r.len(),
+                    retx.len(),
+                    "NewReno retransmits each segment once: {retx:?}"
+                );
+                assert!([2, 5, 7].iter().all(|s| retx.contains(s)), "{retx:?}");
+            }
+            assert_eq!(sim.completions.len(), 1);
+            let st = sim.h.tcp.flow_stats(0);
+            assert_eq!(st.timeouts, 0, "sack={sack}: recovered without a timeout");
+            assert!(sim.h.tcp.sender_done(0));
+        }
+    }
+
+    #[test]
+    fn sack_recovery_sets_cwnd_to_ssthresh_and_uses_pipe() {
+        let mut h = H::new(json!({}), false, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let t = Time::us(10);
+        let delivered: Vec<Packet> = w.iter().copied().filter(|p| p.seq != 2 * MSS).collect();
+        let acks = h.deliver_data(t, &delivered);
+        assert_eq!(
+            (acks[2].seq, acks[2].aux),
+            (3 * MSS, 4 * MSS),
+            "SACK block of the triggering segment"
+        );
+        let mut sent = Vec::new();
+        for a in &acks {
+            sent.extend(h.deliver_acks(t, std::slice::from_ref(a)));
+        }
+        let s = h.snd(0);
+        assert_eq!(s.recovery(), Recovery::Sack);
+        assert_eq!(s.cwnd(), s.ssthresh());
+        assert_eq!(s.fast_retransmits(), 1);
+        let retx: Vec<u64> = sent
+            .iter()
+            .filter(|p| p.seq < 10 * MSS)
+            .map(|p| p.seq / MSS)
+            .collect();
+        assert_eq!(retx, vec![2]);
+    }
+
+    // ---------------------------------------------------------------- RTO
+
+    #[test]
+    fn rto_fires_after_min_rto_and_backs_off() {
+        let mut h = H::new(json!({}), false, &[100 * MSS]);
+        let a = h.start(Time::ZERO, 0);
+        let (t1, tok1) = a.timers[0];
+        assert_eq!(t1, Time::ms(1));
+        let b = h.fire(t1, 0, tok1);
+        assert_eq!(b.sends.len(), 1);
+        assert_eq!(b.sends[0].seq, 0, "go back to snd_una");
+        assert_ne!(b.sends[0].aux2 & DATA_RETX, 0);
+        let s = h.snd(0);
+        assert_eq!(s.cwnd(), MSS);
+        assert_eq!(s.timeouts(), 1);
+        assert_eq!(s.ssthresh(), 5 * MSS, "FlightSize / 2");
+        assert_eq!(b.timers.len(), 1);
+        let (t2, tok2) = b.timers[0];
+        assert_eq!(t2, t1 + Time::ms(2), "backoff x2");
+        // A stale token (the one that already fired) does nothing.
+        let stale = h.fire(t1 + Time::us(1), 0, tok1);
+        assert!(stale.sends.is_empty() && stale.timers.is_empty());
+        let c = h.fire(t2, 0, tok2);
+        assert_eq!(c.sends.len(), 1);
+        assert_eq!(c.sends[0].seq, 0);
+        assert_eq!(c.timers[0].0, t2 + Time::ms(4), "backoff x4");
+        let s = h.snd(0);
+        assert_eq!(s.timeouts(), 2);
+        assert_eq!(s.cwnd(), MSS);
+        assert_eq!(s.ssthresh(), 5 * MSS, "ssthresh kept on a repeated timeout");
+        let st = h.tcp.flow_stats(0);
+        assert_eq!(
+            st,
+            FlowStats {
+                retx_bytes: 2 * MSS,
+                timeouts: 2
+            }
+        );
+    }
+
+    #[test]
+    fn rearmed_rto_token_does_not_fire() {
+        let mut h = H::new(json!({}), false, &[100 * MSS]);
+        let a = h.start(Time::ZERO, 0);
+        let (t1, tok1) = a.timers[0];
+        // An ACK at 100 us moves the deadline to 1.1 ms without a new timer event.
+        let acks = h.deliver_data(Time::us(50), &a.sends[..1]);
+        let r = h.deliver(Time::us(100), &acks[0]);
+        assert!(r.timers.is_empty(), "lazy re-arm: no timer per ACK");
+        assert_eq!(
+            h.snd(0).srtt(),
+            Some(Time::us(100)),
+            "RTT from the timestamp echo"
+        );
+        // The old event fires at 1 ms: no timeout, one re-arm at the new deadline.
+        let b = h.fire(t1, 0, tok1);
+        assert!(b.sends.is_empty());
+        assert_eq!(h.snd(0).timeouts(), 0);
+        assert_eq!(b.timers.len(), 1);
+        let (t2, tok2) = b.timers[0];
+        assert_eq!(t2, Time::us(1100));
+        assert!(
+            h.fire(t1, 0, tok1).timers.is_empty(),
+            "stale generation ignored"
+        );
+        let c = h.fire(t2, 0, tok2);
+        assert_eq!(h.snd(0).timeouts(), 1);
+        assert_eq!(c.sends[0].seq, MSS);
+    }
+
+    #[test]
+    fn rto_is_srtt_plus_four_rttvar_with_floor() {
+        let mut h = H::new(json!({ "min_rto": "10us" }), false, &[100 * MSS]);
+        let a = h.start(Time::ZERO, 0);
+        let acks = h.deliver_data(Time::us(10), &a.sends[..2]);
+        h.deliver(Time::us(20), &acks[0]); // R = 20us: srtt 20, rttvar 10
+        assert_eq!(h.snd(0).rto(), Time::us(60));
+        let mut late = acks[1];
+        late.ts = Time::us(4); // R = 36us: rttvar = (30 + 16)/4 = 11.5, srtt = (140+36)/8 = 22
+        h.deliver(Time::us(40), &late);
+        let s = h.snd(0);
+        assert_eq!(s.srtt(), Some(Time::us(22)));
+        assert_eq!(s.rttvar(), Some(Time::ns(11_500)));
+        assert_eq!(s.rto(), Time::us(68));
+    }
+
+    // ---------------------------------------------------------------- receiver / ECN
+
+    #[test]
+    fn receiver_acks_every_packet_with_exact_ece() {
+        let mut h = H::new(json!({}), true, &[100 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let marked = [3usize, 7];
+        let d: Vec<Packet> = w
+            .iter()
+            .enumerate()
+            .map(|(i, p)| if marked.contains(&i) { ce(*p) } else { *p })
+            .collect();
+        let acks = h.deliver_data(Time::us(10), &d);
+        assert_eq!(acks.len(), 10);
+        for (i, a) in acks.iter().enumerate() {
+            assert_eq!(a.kind, KIND_ACK);
+            assert!(!a.is_data());
+            assert_eq!(a.size, 64);
+            assert_eq!(a.ecn, Ecn::NotEct);
+            assert_eq!((a.src, a.dst), (1, 0));
+            assert_eq!(a.ack, (i as u64 + 1) * MSS);
+            assert_eq!(a.ts, w[i].ts);
+            assert_eq!(covered(a), MSS);
+            assert_eq!(ece(a), marked.contains(&i), "ack {i}");
+        }
+    }
+
+    #[test]
+    fn delayed_ack_dctcp_state_machine() {
+        let mut h = H::new(json!({ "delayed_ack": true }), true, &[100 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let t = Time::us(10);
+        // N N | C C | C N | (timer)
+        let a1 = h.deliver(t, &w[0]);
+        assert!(a1.sends.is_empty());
+        assert_eq!(a1.timers.len(), 1, "delayed-ACK timer armed");
+        assert_eq!(a1.timers[0].0, t + Time::us(40));
+        let a2 = h.deliver(t, &w[1]);
+        assert_eq!(a2.sends.len(), 1);
+        assert_eq!(
+            (a2.sends[0].ack, covered(&a2.sends[0]), ece(&a2.sends[0])),
+            (2 * MSS, 2 * MSS, false)
+        );
+        assert!(h.deliver(t, &ce(w[2])).sends.is_empty());
+        let a4 = h.deliver(t, &ce(w[3])).sends;
+        assert_eq!(
+            (a4[0].ack, covered(&a4[0]), ece(&a4[0])),
+            (4 * MSS, 2 * MSS, true)
+        );
+        assert!(h.deliver(t, &ce(w[4])).sends.is_empty());
+        // CE state changes with one CE packet pending: ACK it at once, with ECE.
+        let a6 = h.deliver(t, &w[5]);
+        assert_eq!(a6.sends.len(), 1);
+        assert_eq!(
+            (a6.sends[0].ack, covered(&a6.sends[0]), ece(&a6.sends[0])),
+            (5 * MSS, MSS, true)
+        );
+        let (at, tok) = a6.timers[0];
+        let a7 = h.fire(at, 1, tok);
+        assert_eq!(a7.sends.len(), 1, "delayed-ACK timeout");
+        assert_eq!(
+            (a7.sends[0].ack, covered(&a7.sends[0]), ece(&a7.sends[0])),
+            (6 * MSS, MSS, false)
+        );
+        // The first timer (cancelled by the ACK of segment 2) is stale.
+        assert!(h.fire(a1.timers[0].0, 1, a1.timers[0].1).sends.is_empty());
+        // Out-of-order data is ACKed at once.
+        assert_eq!(h.deliver(t, &w[8]).sends.len(), 1);
+    }
+
+    #[test]
+    fn dctcp_alpha_after_one_window() {
+        for init_alpha in [1.0, 0.0, 0.4] {
+            let g = 1.0 / 16.0;
+            let mut h = H::new(json!({ "init_alpha": init_alpha }), true, &[1000 * MSS]);
+            let w = h.start(Time::ZERO, 0).sends;
+            let d: Vec<Packet> = w
+                .iter()
+                .enumerate()
+                .map(|(i, p)| if i >= 7 { ce(*p) } else { *p })
+                .collect();
+            let acks = h.deliver_data(Time::us(10), &d);
+            h.deliver_acks(Time::us(20), &acks[..9]);
+            assert_eq!(
+                h.snd(0).alpha(),
+                init_alpha,
+                "no update before the window is acknowledged"
+            );
+            h.deliver_acks(Time::us(20), &acks[9..]);
+            let f = 3.0 / 10.0;
+            let want = (1.0 - g) * init_alpha + g * f;
+            assert!(
+                (h.snd(0).alpha() - want).abs() < 1e-12,
+                "{} vs {want}",
+                h.snd(0).alpha()
+            );
+        }
+    }
+
+    #[test]
+    fn dctcp_alpha_counts_bytes_not_acks() {
+        // A short last segment weighs by its bytes.
+        let size = 3 * MSS + 365;
+        let mut h = H::new(json!({ "init_alpha": 0.0, "g": 1.0 }), true, &[size]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let d = vec![w[0], w[1], w[2], ce(w[3])];
+        let acks = h.deliver_data(Time::us(10), &d);
+        // The sender finishes with the last ACK; read alpha just before.
+        h.deliver_acks(Time::us(20), &acks[..3]);
+        assert_eq!(h.snd(0).alpha(), 0.0);
+        let mut s = h.snd(0).clone();
+        let mut out = Actions::new();
+        let p = h.tcp.params().clone();
+        let mut cx = FlowCtx {
+            now: Time::us(20),
+            flow: &h.flows[0],
+            params: &p,
+            policy: &ConstPrio(0),
+            out: &mut out,
+        };
+        s.on_ack(&mut cx, &acks[3]);
+        assert!((s.alpha() - 365.0 / size as f64).abs() < 1e-12);
+    }
+
+    #[test]
+    fn dctcp_cuts_at_most_once_per_window() {
+        let mut h = H::new(json!({ "init_alpha": 0.5 }), true, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let d: Vec<Packet> = w.iter().map(|p| ce(*p)).collect();
+        let acks = h.deliver_data(Time::us(10), &d);
+        h.deliver_acks(Time::us(20), &acks[..1]);
+        let s = h.snd(0);
+        assert_eq!(s.ecn_cuts(), 1);
+        assert_eq!(
+            s.cwnd(),
+            (10.0 * MSS as f64 * 0.75) as u64,
+            "cwnd x (1 - alpha/2)"
+        );
+        assert_eq!(s.ssthresh(), s.cwnd());
+        assert!(s.in_cwr());
+        h.deliver_acks(Time::us(20), &acks[1..9]);
+        assert_eq!(h.snd(0).ecn_cuts(), 1, "no second cut within the window");
+        // The ACK that ends the window (snd_una reaches the snd_nxt of the cut) may cut again,
+        // with the freshly updated alpha.
+        let before = h.snd(0).cwnd();
+        h.deliver_acks(Time::us(20), &acks[9..]);
+        let s = h.snd(0);
+        let alpha = 0.5 * 15.0 / 16.0 + 1.0 / 16.0;
+        assert!((s.alpha() - alpha).abs() < 1e-12);
+        assert_eq!(s.ecn_cuts(), 2);
+        assert_eq!(s.cwnd(), (before as f64 * (1.0 - alpha / 2.0)) as u64);
+    }
+
+    #[test]
+    fn plain_tcp_with_ecn_halves_once_per_window() {
+        let mut h = H::new(json!({ "ecn": true }), false, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        assert!(w.iter().all(|p| p.ecn == Ecn::Ect));
+        let d: Vec<Packet> = w.iter().map(|p| ce(*p)).collect();
+        let acks = h.deliver_data(Time::us(10), &d);
+        h.deliver_acks(Time::us(20), &acks[..5]);
+        assert_eq!(h.snd(0).ecn_cuts(), 1);
+        assert_eq!(h.snd(0).ssthresh(), 5 * MSS);
+        // Without ECN, CE marks are ignored.
+        let mut h = H::new(json!({}), false, &[1000 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let acks = h.deliver_data(Time::us(10), &w.iter().map(|p| ce(*p)).collect::<Vec<_>>());
+        h.deliver_acks(Time::us(20), &acks);
+        assert_eq!(h.snd(0).ecn_cuts(), 0);
+        assert_eq!(h.snd(0).cwnd(), 20 * MSS);
+    }
+
+    // ---------------------------------------------------------------- completion
+
+    #[test]
+    fn completion_exactly_once_when_every_byte_is_held() {
+        let size = 4 * MSS + 500;
+        let mut h = H::new(json!({}), false, &[size]);
+        let w = h.start(Time::ZERO, 0).sends;
+        assert_eq!(w.len(), 5);
+        let t = Time::us(10);
+        let mut total = 0;
+        let expect = [
+            (4, 0, (4 * MSS, size)),
+            (2, 0, (2 * MSS, 3 * MSS)),
+            (0, MSS, (2 * MSS, 3 * MSS)),
+            (3, MSS, (2 * MSS, size)),
+        ];
+        for (i, ack, block) in expect {
+            let a = h.deliver(t, &w[i]);
+            assert!(a.completions.is_empty(), "segment 1 is still missing");
+            assert_eq!(a.sends[0].ack, ack);
+            assert_eq!(
+                (a.sends[0].seq, a.sends[0].aux),
+                block,
+                "SACK block for segment {i}"
+            );
+        }
+        let a = h.call(t, 1, |tcp, c| tcp.on_packet(c, &w[1]));
+        assert_eq!(a.completions, vec![0], "completed at the receiving host");
+        assert_eq!(a.sends[0].ack, size);
+        total += a.completions.len();
+        assert!(h.tcp.receiver_complete(0));
+        // Duplicates after completion are ACKed without a second report.
+        for i in [1, 3, 0] {
+            let a = h.deliver(t, &w[i]);
+            assert!(a.completions.is_empty());
+            assert_eq!(a.sends.len(), 1);
+            assert_eq!(a.sends[0].ack, size);
+        }
+        assert_eq!(total, 1);
+    }
+
+    #[test]
+    fn sender_state_is_freed_when_everything_is_acked() {
+        let mut h = H::new(json!({}), false, &[3 * MSS]);
+        let w = h.start(Time::ZERO, 0).sends;
+        let acks = h.deliver_data(Time::us(10), &w);
+        assert!(h.deliver_acks(Time::us(20), &acks).is_empty());
+        assert!(h.tcp.sender(0).is_none());
+        assert!(h.tcp.sender_done(0));
+        assert_eq!(h.tcp.flow_stats(0), FlowStats::default());
+    }
+
+    // ---------------------------------------------------------------- priority hook
+
+    struct Demote;
+    impl PriorityPolicy for Demote {
+        fn prio(&self, _f: &FlowInfo, sent: u64, _seq: u64) -> u8 {
+            if sent < 2 * MSS {
+                0
+            } else {
+                3
+            }
+        }
+    }
+
+    #[test]
+    fn priority_policy_chooses_each_packet_class() {
+        let mut h = H::new(json!({}), false, &[100 * MSS]);
+        h.tcp = Tcp::from_config(&json!({}), &net(), false)
+            .unwrap()
+            .with_priority_policy(Box::new(Demote));
+        let w = h.start(Time::ZERO, 0).sends;
+        let prios: Vec<u8> = w.iter().map(|p| p.prio).collect();
+        assert_eq!(prios, vec![0, 0, 3, 3, 3, 3, 3, 3, 3, 3]);
+        let acks = h.deliver_data(Time::us(10), &w[..3]);
+        assert_eq!(
+            acks.iter().map(|a| a.prio).collect::<Vec<_>>(),
+            vec![0, 0, 3],
+            "ACKs follow their data"
+        );
+    }
+
+    // ---------------------------------------------------------------- config
+
+    #[test]
+    fn config_defaults_and_units() {
+        let t = Tcp::from_config(&serde_json::Value::Null, &net(), true).unwrap();
+        let p = t.params();
+        assert_eq!(p.mss, MSS);
+        assert_eq!(p.init_cwnd, 10 * MSS);
+        assert_eq!(p.min_rto, Time::ms(1));
+        assert_eq!(p.max_rto, Time::ms(1000));
+        assert_eq!(p.dupack_threshold, 3);
+        assert!(p.sack && !p.delayed_ack && p.ecn && p.dctcp);
+        assert_eq!(p.g, 1.0 / 16.0);
+        assert_eq!(p.init_ssthresh, u64::MAX);
+        assert_eq!(t.name(), "dctcp");
+        let t = Tcp::from_config(&json!({}), &net(), false).unwrap();
+        assert!(!t.params().ecn);
+        assert_eq!(t.name(), "tcp");
+
+        let t = Tcp::from_config(
+            &json!({"min_rto": "200us", "max_rto": 5_000_000_000u64, "initial_rto": "3ms",
+                    "max_cwnd": "64KB", "ssthresh": 20, "delayed_ack_timeout": "1.5us", "g": 0.125}),
+            &net(),
+            true,
+        )
+        .unwrap();
+        let p = t.params();
+        assert_eq!(p.min_rto, Time::us(200));
+        assert_eq!(p.max_rto, Time::ms(5));
+        assert_eq!(p.initial_rto, Some(Time::ms(3)));
+        assert_eq!(p.max_cwnd, 64_000);
+        assert_eq!(p.init_ssthresh, 20 * MSS);
+        assert_eq!(p.delayed_ack_timeout, Time::ns(1500));
+        assert_eq!(p.g, 0.125);
+        // Every listed field is accepted.
+        let all = json!({"init_cwnd": 4, "min_cwnd": 1, "max_cwnd": 100, "ssthresh": 50, "min_rto": "1ms",
+            "max_rto": "1s", "initial_rto": "2ms", "dupack_threshold": 3, "sack": false, "delayed_ack": true,
+            "delayed_ack_timeout": "40us", "g": 0.0625, "init_alpha": 0.0, "ecn": true, "prio": 7});
+        assert_eq!(all.as_object().unwrap().len(), TcpConfig::FIELDS.len());
+        Tcp::from_config(&all, &net(), true).unwrap();
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let err = |v: serde_json::Value, dctcp: bool| {
+            Tcp::from_config(&v, &net(), dctcp).err().expect("an error")
+        };
+        let cases = [
+            (json!({"min_rtt": "1ms"}), false, "transport.min_rtt"),
+            (json!({"min_rto": "0us"}), false, "transport.min_rto"),
+            (json!({"min_rto": "soon"}), false, "transport.min_rto"),
+            (json!({"init_cwnd": 0}), false, "transport.init_cwnd"),
+            (json!({"init_cwnd": "ten"}), false, "transport.init_cwnd"),
+            (json!({"max_rto": "10us"}), false, "transport.max_rto"),
+            (json!({"g": 2.0}), true, "transport.g"),
+            (json!({"ecn": false}), true, "transport.ecn"),
+            (json!({"prio": 8}), false, "transport.prio"),
+            (json!({"max_cwnd": 5}), false, "transport.max_cwnd"),
+            (
+                json!({"dupack_threshold": 0}),
+                false,
+                "transport.dupack_threshold",
+            ),
+            (json!({"sack": "yes"}), false, "transport.sack"),
+        ];
+        for (v, dctcp, field) in cases {
+            let e = err(v.clone(), dctcp);
+            assert_eq!(e.field(), field, "{v}: {e}");
+            assert!(
+                e.to_string().starts_with(field),
+                "message names the field: {e}"
+            );
+        }
+        assert_eq!(err(json!([1, 2]), false).field(), "transport");
+        let e = err(json!({"min_rto": "0us"}), false).to_string();
+        assert!(e.contains("must be > 0"), "{e}");
+        let e = err(json!({"bogus": 1}), false).to_string();
+        assert!(
+            e.contains("min_rto") && e.contains("unknown field"),
+            "lists the known fields: {e}"
+        );
+    }
+
+    // ---------------------------------------------------------------- end to end
+
+    enum Ev {
+        Start(FlowId),
+        Pkt(Packet),
+        Timer(NodeId, u64),
+    }
+
+    /// A loopback harness: each host's NIC serializes at `rate`, every packet then takes
+    /// `delay` (+ optional random jitter, which reorders); chosen packets are dropped or marked.
+    struct Sim {
+        h: H,
+        heap: BinaryHeap<Reverse<(Time, u64)>>,
+        evs: Vec<Option<Ev>>,
+        nic_free: Vec<Time>,
+        now: Time,
+        rate: Rate,
+        delay: Time,
+        rng: u64,
+        data_loss: f64,
+        ack_loss: f64,
+        ce_prob: f64,
+        jitter: u64,
+        drop_first: Vec<u64>,
+        sent: Vec<Packet>,
+        completions: Vec<(Time, FlowId, NodeId)>,
+    }
+
+    impl Sim {
+        fn new(cfg: serde_json::Value, dctcp: bool, sizes: &[u64]) -> Sim {
+            let h = H::new(cfg, dctcp, sizes);
+            let mut s = Sim {
+                h,
+                heap: BinaryHeap::new(),
+                evs: Vec::new(),
+                nic_free: vec![Time::ZERO; 4],
+                now: Time::ZERO,
+                rate: Rate::gbps(10),
+                delay: Time::us(2),
+                rng: 0x9E37_79B9_7F4A_7C15,
+                data_loss: 0.0,
+                ack_loss: 0.0,
+                ce_prob: 0.0,
+                jitter: 0,
+                drop_first: Vec::new(),
+                sent: Vec::new(),
+                completions: Vec::new(),
+            };
+            for f in 0..sizes.len() {
+                s.push(Time::ZERO, Ev::Start(f as FlowId));
+            }
+            s
+        }
+        fn with_flows(mut self, flows: Vec<FlowInfo>) -> Sim {
+            self.h.flows = flows;
+            self
+        }
+        fn rand(&mut self) -> f64 {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            (self.rng >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn push(&mut self, t: Time, e: Ev) {
+            self.evs.push(Some(e));
+            self.heap.push(Reverse((t, self.evs.len() as u64 - 1)));
+        }
+        fn apply(&mut self, host: NodeId, a: Actions) {
+            for mut p in a.sends {
+                assert_eq!(p.src, host, "a host only sends its own packets");
+                let depart =
+                    self.now.max(self.nic_free[host as usize]) + self.rate.tx_time(p.wire());
+                self.nic_free[host as usize] = depart;
+                let mut arrive = depart + self.delay;
+                if self.jitter > 0 {
+                    arrive += Time((self.rand() * self.jitter as f64) as u64);
+                }
+                if p.is_data() {
+                    self.sent.push(p);
+                    if p.aux2 & DATA_RETX == 0 && self.drop_first.contains(&p.seq) {
+                        continue;
+                    }
+                    if self.rand() < self.data_loss {
+                        continue;
+                    }
+                    if p.ecn == Ecn::Ect && self.rand() < self.ce_prob {
+                        p.ecn = Ecn::Ce;
+                    }
+                } else if self.rand() < self.ack_loss {
+                    continue;
+                }
+                self.push(arrive, Ev::Pkt(p));
+            }
+            for (t, tok) in a.timers {
+                assert!(t >= self.now);
+                self.push(t, Ev::Timer(host, tok));
+            }
+            for f in a.completions {
+                self.completions.push((self.now, f, host));
+            }
+        }
+        fn run(&mut self, limit: Time) {
+            while let Some(Reverse((t, i))) = self.heap.pop() {
+                if t > limit {
+                    break;
+                }
+                self.now = t;
+                match self.evs[i as usize].take().unwrap() {
+                    Ev::Start(f) => {
+                        let host = self.h.flows[f as usize].src;
+                        let a = self.h.call(t, host, |tcp, c| tcp.start_flow(c, f));
+                        self.apply(host, a);
+                    }
+                    Ev::Pkt(p) => {
+                        let a = self.h.deliver(t, &p);
+                        self.apply(p.dst, a);
+                    }
+                    Ev::Timer(host, tok) => {
+                        let a = self.h.fire(t, host, tok);
+                        self.apply(host, a);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lossless_transfer_has_no_retransmissions() {
+        for (dctcp, delayed) in [(false, false), (false, true), (true, false), (true, true)] {
+            let size = 200 * MSS + 17;
+            let mut sim = Sim::new(json!({ "delayed_ack": delayed }), dctcp, &[size]);
+            sim.run(Time::ms(100));
+            assert_eq!(sim.completions.len(), 1);
+            assert_eq!(sim.completions[0].2, 1);
+            assert_eq!(sim.h.tcp.flow_stats(0), FlowStats::default());
+            assert_eq!(sim.sent.iter().map(|p| p.payload as u64).sum::<u64>(), size);
+            assert!(sim.h.tcp.sender_done(0));
+        }
+    }
+
+    #[test]
+    fn random_loss_reordering_and_marking_always_complete() {
+        let mut total_retx = 0;
+        let mut total_to = 0;
+        for seed in 1..=6u64 {
+            for (dctcp, sack, delayed) in [
+                (false, true, false),
+                (false, false, false),
+                (false, true, true),
+                (false, false, true),
+                (true, true, false),
+                (true, false, true),
+            ] {
+                let sizes = [1, 700, 3 * MSS, 40 * MSS + 3, 300 * MSS];
+                let flows: Vec<FlowInfo> = sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &s)| flow(i as FlowId, (i % 3) as NodeId, ((i + 1) % 3) as NodeId, s))
+                    .collect();
+                let cfg = json!({ "sack": sack, "delayed_ack": delayed, "min_rto": "200us" });
+                let mut sim = Sim::new(cfg, dctcp, &sizes).with_flows(flows);
+                sim.rng ^= seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                sim.data_loss = 0.03;
+                sim.ack_loss = 0.03;
+                sim.ce_prob = if dctcp { 0.2 } else { 0.0 };
+                sim.jitter = if seed.is_multiple_of(2) {
+                    Time::us(3).0
+                } else {
+                    0
+                };
+                sim.run(Time::ms(2000));
+                let ctx = format!("seed {seed} dctcp {dctcp} sack {sack} delayed {delayed}");
+                let mut done: Vec<FlowId> = sim.completions.iter().map(|c| c.1).collect();
+                done.sort();
+                assert_eq!(
+                    done,
+                    vec![0, 1, 2, 3, 4],
+                    "each flow completes exactly once ({ctx})"
+                );
+                for &(_, f, host) in &sim.completions {
+                    assert_eq!(host, sim.h.flows[f as usize].dst, "{ctx}");
+                }
+                for f in 0..5 {
+                    assert!(sim.h.tcp.sender_done(f), "sender {f} finished ({ctx})");
+                    let st = sim.h.tcp.flow_stats(f);
+                    total_retx += st.retx_bytes;
+                    total_to += st.timeouts;
+                }
+                assert!(sim.heap.is_empty(), "run went quiet ({ctx})");
+            }
+        }
+        assert!(total_retx > 0 && total_to > 0);
+    }
+}

@@ -1,0 +1,286 @@
+//! Python binding of the dcnsim core: the extension module `dcnsim._core`.
+//!
+//! The module is deliberately thin; the Python package `dcnsim` wraps it:
+//!
+//! * `validate(text, format, base_dir) -> str` parses and validates a scenario
+//!   (`format` is `"toml"` or `"json"`, relative paths resolve against `base_dir`)
+//!   and returns the normalized scenario as JSON.
+//! * `run(text, format, base_dir, progress=None, interval=0.25) -> dict` runs it.
+//!   The GIL is released for the whole run and taken back only to call `progress`
+//!   (at most once per `interval` seconds of wall time) and to check for Ctrl-C.
+//!   `progress` receives a dict and may return `False` to stop the run early.
+//!
+//! Result columns are handed over as `(dtype, bytes)` pairs, little-endian, so the
+//! Python side wraps them with `numpy.frombuffer` without per-element conversion;
+//! string columns come as lists of `str`. Scenario errors are raised as
+//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use dcnsim_core::output::{
+    Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput,
+};
+use dcnsim_core::{Format, Scenario, ScenarioError};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+/// A fixed-width value that crosses into Python as little-endian bytes.
+trait Column: Copy {
+    /// numpy dtype string of the encoding.
+    const DTYPE: &'static str;
+    const WIDTH: usize;
+    fn put(self, out: &mut Vec<u8>);
+}
+
+macro_rules! le_column {
+    ($t:ty, $dtype:expr) => {
+        impl Column for $t {
+            const DTYPE: &'static str = $dtype;
+            const WIDTH: usize = std::mem::size_of::<$t>();
+            #[inline]
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    };
+}
+le_column!(u8, "|u1");
+le_column!(u32, "<u4");
+le_column!(u64, "<u8");
+le_column!(f64, "<f8");
+
+impl Column for bool {
+    const DTYPE: &'static str = "|b1";
+    const WIDTH: usize = 1;
+    #[inline]
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+}
+
+/// `(dtype, bytes)` for one column.
+fn column<'py, T: Column>(py: Python<'py>, values: &[T]) -> Bound<'py, PyTuple> {
+    let mut buf = Vec::with_capacity(values.len() * T::WIDTH);
+    for &v in values {
+        v.put(&mut buf);
+    }
+    PyTuple::new(
+        py,
+        [
+            T::DTYPE.into_pyobject(py).unwrap().into_any(),
+            PyBytes::new(py, &buf).into_any(),
+        ],
+    )
+    .expect("a 2-tuple")
+}
+
+fn strings<'py>(py: Python<'py>, values: &[String]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, values)
+}
+
+fn parse_format(format: &str) -> PyResult<Format> {
+    match format.to_ascii_lowercase().as_str() {
+        "toml" => Ok(Format::Toml),
+        "json" => Ok(Format::Json),
+        other => Err(PyValueError::new_err(format!(
+            "unknown scenario format '{other}' (use \"toml\" or \"json\")"
+        ))),
+    }
+}
+
+/// Turn a core scenario error into `dcnsim.errors.ScenarioError(field, message)`,
+/// falling back to a plain `ValueError` if the Python class cannot be imported.
+fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
+    let field = err.field();
+    let full = err.to_string();
+    // The core's message starts with "<field>: "; the Python exception keeps them apart.
+    let message = match full
+        .strip_prefix(field.as_str())
+        .and_then(|m| m.strip_prefix(": "))
+    {
+        Some(rest) if !field.is_empty() => rest.to_string(),
+        _ => full.clone(),
+    };
+    let made = py
+        .import("dcnsim.errors")
+        .and_then(|m| m.getattr("ScenarioError"))
+        .and_then(|cls| cls.call1((field.clone(), message.clone())));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(_) => PyValueError::new_err(format!("{field}: {message}")),
+    }
+}
+
+fn parse(py: Python<'_>, text: &str, format: &str, base_dir: &str) -> PyResult<Scenario> {
+    let format = parse_format(format)?;
+    let base = Path::new(base_dir);
+    let parsed = py.allow_threads(|| dcnsim_core::parse_scenario(text, format, base));
+    parsed.map_err(|e| scenario_error(py, &e))
+}
+
+/// Parse and validate a scenario; return the normalized scenario as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format, base_dir))]
+fn validate(py: Python<'_>, text: &str, format: &str, base_dir: &str) -> PyResult<String> {
+    let sc = parse(py, text, format, base_dir)?;
+    Ok(sc.to_json())
+}
+
+fn progress_dict<'py>(py: Python<'py>, p: &Progress, wall_s: f64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("sim_time_ps", p.sim_time_ps)?;
+    d.set_item("horizon_ps", p.horizon_ps)?;
+    d.set_item("flows_done", p.flows_done)?;
+    d.set_item("flows_total", p.flows_total)?;
+    d.set_item("events", p.events)?;
+    d.set_item("wall_s", wall_s)?;
+    Ok(d)
+}
+
+/// Run a scenario; return its output columns as a dict (see the module docs).
+#[pyfunction]
+#[pyo3(signature = (text, format, base_dir, progress=None, interval=0.25))]
+fn run<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    base_dir: &str,
+    progress: Option<PyObject>,
+    interval: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(py, text, format, base_dir)?;
+    let interval = Duration::from_secs_f64(interval.clamp(0.0, 3600.0));
+    let started = Instant::now();
+    let mut last = started;
+    let mut failure: Option<PyErr> = None;
+    let out: RunOutput = py.allow_threads(|| {
+        let mut stopped = false;
+        let mut on_progress = |p: &Progress| -> bool {
+            if stopped {
+                return false;
+            }
+            if last.elapsed() < interval {
+                return true;
+            }
+            last = Instant::now();
+            let go_on = Python::with_gil(|py| {
+                // Ctrl-C lands here: stop the run and re-raise KeyboardInterrupt.
+                if let Err(e) = py.check_signals() {
+                    failure = Some(e);
+                    return false;
+                }
+                let Some(cb) = progress.as_ref() else {
+                    return true;
+                };
+                let called = progress_dict(py, p, started.elapsed().as_secs_f64())
+                    .and_then(|d| cb.call1(py, (d,)));
+                match called {
+                    // Only an explicit `False` stops the run (None means "go on").
+                    Ok(ret) => ret.extract::<bool>(py).unwrap_or(true),
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            });
+            stopped = !go_on;
+            go_on
+        };
+        dcnsim_core::run(&sc, &mut on_progress)
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    output_dict(py, &out)
+}
+
+fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", column(py, &f.id))?;
+    d.set_item("src", column(py, &f.src))?;
+    d.set_item("dst", column(py, &f.dst))?;
+    d.set_item("size", column(py, &f.size))?;
+    d.set_item("start_ps", column(py, &f.start_ps))?;
+    d.set_item("finish_ps", column(py, &f.finish_ps))?;
+    d.set_item("fct_ps", column(py, &f.fct_ps))?;
+    d.set_item("ideal_fct_ps", column(py, &f.ideal_fct_ps))?;
+    d.set_item("sent_bytes", column(py, &f.sent_bytes))?;
+    d.set_item("retx_bytes", column(py, &f.retx_bytes))?;
+    d.set_item("timeouts", column(py, &f.timeouts))?;
+    d.set_item("background", column(py, &f.background))?;
+    d.set_item("deadline_ps", column(py, &f.deadline_ps))?;
+    Ok(d)
+}
+
+fn ports_dict<'py>(py: Python<'py>, p: &PortTable) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", column(py, &p.id))?;
+    d.set_item("node", column(py, &p.node))?;
+    d.set_item("peer", column(py, &p.peer))?;
+    d.set_item("rate_bps", column(py, &p.rate_bps))?;
+    d.set_item("delay_ps", column(py, &p.delay_ps))?;
+    d.set_item("node_kind", strings(py, &p.node_kind)?)?;
+    d.set_item("peer_kind", strings(py, &p.peer_kind)?)?;
+    d.set_item("tx_bytes", column(py, &p.tx_bytes))?;
+    d.set_item("drops", column(py, &p.drops))?;
+    Ok(d)
+}
+
+fn queue_dict<'py>(py: Python<'py>, q: &QueueSamples) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("t_ps", column(py, &q.t_ps))?;
+    d.set_item("port", column(py, &q.port))?;
+    d.set_item("prio", column(py, &q.prio))?;
+    d.set_item("bytes", column(py, &q.bytes))?;
+    Ok(d)
+}
+
+fn link_dict<'py>(py: Python<'py>, l: &LinkSamples) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("t_ps", column(py, &l.t_ps))?;
+    d.set_item("port", column(py, &l.port))?;
+    d.set_item("tx_bytes", column(py, &l.tx_bytes))?;
+    d.set_item("utilization", column(py, &l.utilization))?;
+    Ok(d)
+}
+
+fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("events", c.events)?;
+    d.set_item("data_packet_hops", c.data_packet_hops)?;
+    d.set_item("packet_hops", c.packet_hops)?;
+    d.set_item("data_payload_sent", c.data_payload_sent)?;
+    let drops = PyDict::new(py);
+    for (cause, n) in &c.drops {
+        drops.set_item(cause, n)?;
+    }
+    d.set_item("drops", drops)?;
+    d.set_item("trims", c.trims)?;
+    d.set_item("sim_end_ps", c.sim_end_ps)?;
+    d.set_item("cut_at_limit", c.cut_at_limit)?;
+    d.set_item("packets_left", c.packets_left)?;
+    d.set_item("wall_s", c.wall_s)?;
+    d.set_item("peak_live_packets", c.peak_live_packets)?;
+    Ok(d)
+}
+
+fn output_dict<'py>(py: Python<'py>, out: &RunOutput) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("flows", flows_dict(py, &out.flows)?)?;
+    d.set_item("ports", ports_dict(py, &out.ports)?)?;
+    d.set_item("queue_samples", queue_dict(py, &out.queue_samples)?)?;
+    d.set_item("link_samples", link_dict(py, &out.link_samples)?)?;
+    d.set_item("counters", counters_dict(py, &out.counters)?)?;
+    d.set_item("scenario_json", &out.scenario_json)?;
+    Ok(d)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,289 @@
+"""The ``dcnsim`` command line (see ``docs/cli.md``).
+
+Exit status: 0 on success; 2 for bad input (invalid scenario, unreadable file, bad ``--set``,
+malformed sweep file), reported as ``error: <field>: <message>`` on stderr with no result
+written; 1 for any other failure; 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from dcnsim.errors import ScenarioError
+
+
+def _eprint(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+class ProgressLine:
+    """A one-line progress display on a terminal (rewritten in place with ``\\r``)."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.width = 0
+
+    def __call__(self, p: dict[str, Any]) -> bool:
+        sim_ms = p["sim_time_ps"] / 1e9
+        horizon = p.get("horizon_ps") or 0
+        wall = p.get("wall_s") or 0.0
+        rate = p["events"] / wall / 1e6 if wall > 0 else 0.0
+        text = (
+            f"sim {sim_ms:,.3f}"
+            + (f" / {horizon / 1e9:,.3f}" if horizon else "")
+            + f" ms | flows {p['flows_done']:,}/{p['flows_total']:,}"
+            + f" | {rate:.2f} M events/s | {wall:.0f} s"
+        )
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+        return True
+
+    def close(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    if getattr(args, "quiet", False):
+        return False
+    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+
+
+def _load_with_overrides(path: str, overrides: Sequence[str]) -> tuple[Any, str | None]:
+    """The scenario to hand to run/validate: the path itself, or a dict with --set applied."""
+    from dcnsim.scenario import load_scenario, parse_override, set_field
+
+    if not overrides:
+        return path, None
+    sc = load_scenario(path)
+    for ov in overrides:
+        field, value = parse_override(ov)
+        try:
+            set_field(sc, field, value)
+        except ScenarioError as e:
+            raise ScenarioError(f"--set {field}", e.message) from None
+    return sc, str(Path(path).resolve().parent)
+
+
+def print_summary(s: dict[str, Any], out: TextIO = sys.stdout) -> None:
+    """Print the short human-readable summary of a run."""
+    lines = [
+        f"flows: {s['flows_total']:,} ({s['flows_finished']:,} finished, "
+        f"{s['flows_unfinished']:,} unfinished)",
+        f"FCT (us): avg {_fmt(s['avg_fct_us'])} | small avg {_fmt(s['small_avg_fct_us'])}, "
+        f"p99 {_fmt(s['small_p99_fct_us'])} | large avg {_fmt(s['large_avg_fct_us'])}",
+        f"slowdown: avg {_fmt(s['slowdown_avg'], 2)}, p50 {_fmt(s['slowdown_p50'], 2)}, "
+        f"p99 {_fmt(s['slowdown_p99'], 2)}, p99.9 {_fmt(s['slowdown_p999'], 2)}",
+        f"drops {s['drops_total']:,} | retransmitted {s['retx_bytes_total']:,} B | "
+        f"timeouts {s['timeouts_total']:,} | transfer efficiency "
+        f"{_fmt(s['transfer_efficiency'], 4)}",
+        f"sim end {_fmt(s['sim_end_us'] / 1e3, 3)} ms | {s['events']:,} events in "
+        f"{_fmt(s['wall_s'], 2)} s ({_fmt(s['events_per_s'] / 1e6, 2)} M events/s)",
+    ]
+    if s.get("cut_at_limit"):
+        lines.append("note: the run stopped at its time limit with work outstanding")
+    for line in lines:
+        print(line, file=out)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dcnsim.api import run
+
+    scenario, base_dir = _load_with_overrides(args.scenario, args.set or [])
+    line = ProgressLine() if _show_progress(args) else None
+    try:
+        res = run(scenario, progress=line, base_dir=base_dir)
+    finally:
+        if line:
+            line.close()
+    out = res.write(args.out)
+    if not args.quiet:
+        print_summary(res.summary())
+        print(f"results in {out}")
+    return 0
+
+
+def _human(key: str, v: Any) -> str:
+    """Render a normalized value (base units: ps, bytes, bit/s) readably, by its field name."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if not isinstance(v, (int, float)):
+        return str(v)
+    if key.endswith("_ps"):
+        return f"{v / 1e6:g}us"
+    if key.endswith("rate"):
+        return f"{v / 1e9:g}Gbps"
+    if key.endswith(("delay", "time_limit", "interval", "rto", "timeout")):
+        return f"{v / 1e6:g}us"
+    if key in ("buffer", "ecn_k", "mtu", "header", "ctrl_size"):
+        return f"{v:g}B" if isinstance(v, float) else f"{v}B"
+    return str(v)
+
+
+def _facts(table: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k}={_human(k, v)}"
+        for k, v in table.items()
+        if v is not None and not isinstance(v, (dict, list))
+    )
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from dcnsim.api import validate
+
+    scenario, base_dir = _load_with_overrides(args.scenario, args.set or [])
+    sc = validate(scenario, base_dir=base_dir)
+    if args.json:
+        print(json.dumps(sc, indent=2))
+        return 0
+    print("ok")
+    facts = []
+    for key in ("name", "seed"):
+        if key in sc:
+            facts.append(f"{key}: {sc[key]}")
+    for section in ("derived", "topology", "network"):
+        table = sc.get(section)
+        if isinstance(table, dict) and table:
+            facts.append(f"{section}: {_facts(table)}")
+    transport = sc.get("transport", {})
+    if isinstance(transport, dict) and "protocol" in transport:
+        facts.append(f"protocol: {transport['protocol']}")
+    for i, w in enumerate(sc.get("workload", []) or []):
+        if isinstance(w, dict):
+            facts.append(f"workload[{i}]: {_facts(w)}")
+    for f in facts:
+        print(f"  {f}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from dcnsim.plot import plot
+    from dcnsim.sweep import is_sweep_dir
+
+    d = Path(args.dir)
+    if not (d / "summary.json").is_file() and not is_sweep_dir(d):
+        raise ScenarioError(args.dir, "not a dcnsim run or sweep result folder")
+    files = plot(d, args.out)
+    for f in files:
+        print(f)
+    return 0
+
+
+def _sweep_log(args: argparse.Namespace) -> Any:
+    return None if args.quiet else _eprint
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from dcnsim.sweep import run_sweep
+
+    if args.workers is not None and args.workers < 1:
+        raise ScenarioError("--workers", "must be at least 1")
+    rep = run_sweep(
+        args.sweep, args.out, workers=args.workers, force=args.force, log=_sweep_log(args)
+    )
+    if not args.quiet:
+        print(
+            f"sweep: {len(rep.ran)} ran, {len(rep.skipped)} skipped, {len(rep.failed)} failed; "
+            f"table in {rep.out_dir / 'sweep_summary.csv'}"
+        )
+    for f in rep.failed:
+        _eprint(f"error: run {f.name} failed:\n{f.error}")
+    return 1 if rep.failed else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from dcnsim.demo import run_demo
+
+    return run_demo(args.out, workers=args.workers, quiet=args.quiet)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dcnsim", description="Packet-level datacenter transport simulator."
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run one scenario and write its result folder")
+    r.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml or .json)")
+    r.add_argument("--out", required=True, metavar="DIR", help="result folder (replaced)")
+    r.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="override a scenario field, e.g. --set workload[0].load=0.3 (repeatable)",
+    )
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument(
+        "--progress", action="store_true", help="show the progress line even if not a terminal"
+    )
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario and print its key facts")
+    v.add_argument("scenario", metavar="SCENARIO")
+    v.add_argument("--set", action="append", metavar="FIELD=VALUE")
+    v.add_argument("--json", action="store_true", help="print the normalized scenario as JSON")
+    v.set_defaults(func=cmd_validate)
+
+    pl = sub.add_parser("plot", help="plot a run or sweep result folder")
+    pl.add_argument("dir", metavar="DIR")
+    pl.add_argument("--out", metavar="PNGDIR", help="where to write PNGs (default DIR/plots)")
+    pl.set_defaults(func=cmd_plot)
+
+    s = sub.add_parser("sweep", help="run a parameter sweep")
+    s.add_argument("sweep", metavar="SWEEP", help="sweep file (.toml)")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
+    s.add_argument("--force", action="store_true", help="redo runs that are already complete")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_sweep)
+
+    d = sub.add_parser("demo", help="DCTCP vs TCP on a 144-host leaf-spine, web search load 0.5")
+    d.add_argument("--out", default="demo-out", metavar="DIR")
+    d.add_argument("--workers", type=int, help="parallel runs (default min(cores, 2))")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dcnsim`` script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ScenarioError as e:
+        _eprint(f"error: {e.field}: {e.message}" if e.field else f"error: {e.message}")
+        return 2
+    except KeyboardInterrupt:
+        _eprint("interrupted")
+        return 130
+    except BaseException as e:  # includes pyo3's PanicException (a BaseException)
+        if isinstance(e, (SystemExit, GeneratorExit)):
+            raise
+        if os.environ.get("DCNSIM_DEBUG"):
+            traceback.print_exc()
+        _eprint(f"error: {type(e).__name__}: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""Exceptions raised by dcnsim.
+
+`ScenarioError` is the one error class for bad input: a scenario the core rejects (unknown
+field, unknown protocol, load out of range, missing CDF file, ...), an unreadable scenario
+file, a bad ``--set`` override or a malformed sweep file. The CLI prints it as
+``error: <field>: <message>`` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+
+class ScenarioError(ValueError):
+    """Bad input, with the offending field (dotted path, e.g. ``topology.leaves``).
+
+    Attributes:
+        field: where the problem is: a dotted scenario path, a file path, or ``""``.
+        message: what is wrong and how to fix it.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(field, message)
+        self.field = field
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message

@@ -1,0 +1,157 @@
+"""Summary metrics of a run, as defined in ``CONVENTIONS.md`` (see ``docs/results.md``).
+
+Flow statistics are over the *finished, non-background* flows. Times are in microseconds.
+Percentiles use the nearest-rank method: the p-th percentile of n sorted values is the value
+of rank ``ceil(p / 100 * n)`` (1-based), i.e. the smallest value such that at least p% of the
+values are less than or equal to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+#: Small flows are those of at most this many bytes, large flows those above.
+SMALL_FLOW_MAX_BYTES = 100_000
+
+#: Size buckets of the by-size plots: (label, low exclusive, high inclusive) in bytes.
+SIZE_BUCKETS: list[tuple[str, float, float]] = [
+    ("<=10KB", 0, 10_000),
+    ("10KB-100KB", 10_000, 100_000),
+    ("100KB-1MB", 100_000, 1_000_000),
+    (">1MB", 1_000_000, math.inf),
+]
+
+
+def percentile(values: Sequence[float] | np.ndarray, p: float) -> float:
+    """Nearest-rank percentile of ``values`` (NaNs ignored); NaN when there are none.
+
+    ``p`` is in [0, 100]; ``p = 0`` gives the minimum, ``p = 100`` the maximum. The rank is
+    computed in exact arithmetic from the decimal form of ``p``, so the 99.9th percentile of
+    1000 values is the 999th value, not the 1000th.
+    """
+    if not 0 <= p <= 100:
+        raise ValueError(f"percentile {p} is outside [0, 100]")
+    x = np.asarray(values, dtype=np.float64)
+    x = np.sort(x[~np.isnan(x)])
+    n = len(x)
+    if n == 0:
+        return math.nan
+    rank = math.ceil(Fraction(str(p)) * n / 100)
+    return float(x[max(rank, 1) - 1])
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x)) if len(x) else math.nan
+
+
+def size_bucket_stats(flows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per size bucket (:data:`SIZE_BUCKETS`): flow count, average and p99 FCT (us), average
+    and p99 slowdown, over finished non-background flows."""
+    sel = _done(flows)
+    size = flows["size_bytes"][sel]
+    fct = flows["fct_us"][sel]
+    sd = flows["slowdown"][sel]
+    out = []
+    for label, lo, hi in SIZE_BUCKETS:
+        m = (size > lo) & (size <= hi)
+        out.append(
+            {
+                "bucket": label,
+                "flows": int(m.sum()),
+                "avg_fct_us": _mean(fct[m]),
+                "p99_fct_us": percentile(fct[m], 99),
+                "avg_slowdown": _mean(sd[m]),
+                "p99_slowdown": percentile(sd[m], 99),
+            }
+        )
+    return out
+
+
+def _done(flows: Mapping[str, np.ndarray]) -> np.ndarray:
+    return np.asarray(flows["finished"], dtype=bool) & ~np.asarray(flows["background"], dtype=bool)
+
+
+def summarize(
+    flows: Mapping[str, np.ndarray],
+    counters: Mapping[str, Any],
+    link_samples: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Compute the run summary (keys documented in ``docs/results.md``).
+
+    Args:
+        flows: the per-flow table (columns as in ``flows.parquet``).
+        counters: the whole-run counters (as in ``counters.json``).
+        link_samples: the link-sample table, if links were sampled.
+    """
+    bg = np.asarray(flows["background"], dtype=bool)
+    finished = np.asarray(flows["finished"], dtype=bool)
+    fg = ~bg
+    done = finished & fg
+    size = np.asarray(flows["size_bytes"], dtype=np.float64)
+    fct = np.asarray(flows["fct_us"], dtype=np.float64)
+    sd = np.asarray(flows["slowdown"], dtype=np.float64)
+    small = done & (size <= SMALL_FLOW_MAX_BYTES)
+    large = done & (size > SMALL_FLOW_MAX_BYTES)
+
+    s: dict[str, Any] = {}
+    s["flows_total"] = int(fg.sum())
+    s["flows_finished"] = int(done.sum())
+    s["flows_unfinished"] = int((fg & ~finished).sum())
+    s["background_flows"] = int(bg.sum())
+    s["avg_fct_us"] = _mean(fct[done])
+    s["p50_fct_us"] = percentile(fct[done], 50)
+    s["p99_fct_us"] = percentile(fct[done], 99)
+    s["small_flows"] = int(small.sum())
+    s["small_avg_fct_us"] = _mean(fct[small])
+    s["small_p99_fct_us"] = percentile(fct[small], 99)
+    s["small_p99_slowdown"] = percentile(sd[small], 99)
+    s["large_flows"] = int(large.sum())
+    s["large_avg_fct_us"] = _mean(fct[large])
+    s["slowdown_avg"] = _mean(sd[done])
+    s["slowdown_p50"] = percentile(sd[done], 50)
+    s["slowdown_p90"] = percentile(sd[done], 90)
+    s["slowdown_p99"] = percentile(sd[done], 99)
+    s["slowdown_p999"] = percentile(sd[done], 99.9)
+
+    sent_done = float(np.sum(np.asarray(flows["sent_bytes"], dtype=np.float64)[done]))
+    delivered = float(np.sum(size[done]))
+    s["transfer_efficiency"] = delivered / sent_done if sent_done > 0 else math.nan
+    s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
+    s["timeouts_total"] = int(np.sum(np.asarray(flows["timeouts"], dtype=np.uint64)))
+
+    drops = dict(counters.get("drops", {}))
+    s["drops_total"] = int(sum(drops.values()))
+    for cause in sorted(drops):
+        s[f"drops_{cause}"] = int(drops[cause])
+    s["trims"] = int(counters.get("trims", 0))
+
+    util = None if link_samples is None else link_samples.get("utilization")
+    s["avg_link_utilization"] = _mean(np.asarray(util)) if util is not None else math.nan
+
+    events = int(counters.get("events", 0))
+    wall = float(counters.get("wall_s", math.nan))
+    s["events"] = events
+    s["wall_s"] = wall
+    s["events_per_s"] = events / wall if wall > 0 else math.nan
+    s["sim_end_us"] = float(counters.get("sim_end_ps", 0)) / 1e6
+    s["cut_at_limit"] = bool(counters.get("cut_at_limit", False))
+    s["packets_left"] = int(counters.get("packets_left", 0))
+    s["data_payload_sent_bytes"] = int(counters.get("data_payload_sent", 0))
+    s["peak_live_packets"] = int(counters.get("peak_live_packets", 0))
+    return s
+
+
+def json_safe(value: Any) -> Any:
+    """Replace NaN/inf floats by ``None`` (JSON has no NaN), recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

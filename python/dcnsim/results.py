@@ -1,0 +1,340 @@
+"""Results of one run: numpy tables, the summary, and the on-disk result folder.
+
+The core hands over raw columns (picoseconds, ``u64::MAX`` for "none"); :meth:`Results.from_core`
+turns them into the documented tables (microseconds as float64, NaN for "none"). The result
+folder layout, every column and every summary key are described in ``docs/results.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dcnsim.metrics import json_safe, size_bucket_stats, summarize
+
+_NONE_U64 = np.iinfo(np.uint64).max
+
+Table = dict[str, np.ndarray]
+
+#: Column order of each table on disk.
+FLOW_COLUMNS = [
+    "id",
+    "src",
+    "dst",
+    "size_bytes",
+    "start_us",
+    "finish_us",
+    "fct_us",
+    "ideal_fct_us",
+    "slowdown",
+    "sent_bytes",
+    "retx_bytes",
+    "timeouts",
+    "background",
+    "deadline_us",
+    "finished",
+]
+PORT_COLUMNS = [
+    "id",
+    "node",
+    "peer",
+    "node_kind",
+    "peer_kind",
+    "rate_bps",
+    "delay_us",
+    "tx_bytes",
+    "drops",
+    "utilization",
+]
+QUEUE_COLUMNS = ["t_us", "port", "prio", "bytes"]
+LINK_COLUMNS = ["t_us", "port", "tx_bytes", "utilization"]
+
+
+def _col(x: Any) -> Any:
+    """A core column: ``(dtype, bytes)`` -> numpy array; lists and arrays pass through."""
+    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], (bytes, bytearray, memoryview)):
+        return np.frombuffer(x[1], dtype=np.dtype(x[0]))
+    if isinstance(x, list):
+        return x
+    return np.asarray(x)
+
+
+def _us(ps: np.ndarray, *, none_is_nan: bool = True) -> np.ndarray:
+    ps = np.asarray(ps, dtype=np.uint64)
+    out = ps.astype(np.float64) / 1e6
+    if none_is_nan:
+        out[ps == _NONE_U64] = math.nan
+    return out
+
+
+def _flows_from_core(raw: Mapping[str, Any]) -> Table:
+    c = {k: _col(v) for k, v in raw.items()}
+    finish = np.asarray(c["finish_ps"], dtype=np.uint64)
+    finished = finish != _NONE_U64
+    fct = _us(c["fct_ps"])
+    fct[~finished] = math.nan
+    ideal = _us(c["ideal_fct_ps"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(ideal > 0, fct / ideal, math.nan)
+    return {
+        "id": np.asarray(c["id"], dtype=np.uint32),
+        "src": np.asarray(c["src"], dtype=np.uint32),
+        "dst": np.asarray(c["dst"], dtype=np.uint32),
+        "size_bytes": np.asarray(c["size"], dtype=np.uint64),
+        "start_us": _us(c["start_ps"], none_is_nan=False),
+        "finish_us": _us(finish),
+        "fct_us": fct,
+        "ideal_fct_us": ideal,
+        "slowdown": slowdown,
+        "sent_bytes": np.asarray(c["sent_bytes"], dtype=np.uint64),
+        "retx_bytes": np.asarray(c["retx_bytes"], dtype=np.uint64),
+        "timeouts": np.asarray(c["timeouts"], dtype=np.uint32),
+        "background": np.asarray(c["background"], dtype=bool),
+        "deadline_us": _us(c["deadline_ps"]),
+        "finished": finished,
+    }
+
+
+def _ports_from_core(raw: Mapping[str, Any], sim_end_ps: int) -> Table:
+    c = {k: _col(v) for k, v in raw.items()}
+    rate = np.asarray(c["rate_bps"], dtype=np.float64)
+    tx = np.asarray(c["tx_bytes"], dtype=np.uint64)
+    denom = rate * (sim_end_ps / 1e12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(denom > 0, tx.astype(np.float64) * 8 / denom, math.nan)
+    return {
+        "id": np.asarray(c["id"], dtype=np.uint32),
+        "node": np.asarray(c["node"], dtype=np.uint32),
+        "peer": np.asarray(c["peer"], dtype=np.uint32),
+        "node_kind": np.asarray(c["node_kind"], dtype=object),
+        "peer_kind": np.asarray(c["peer_kind"], dtype=object),
+        "rate_bps": np.asarray(c["rate_bps"], dtype=np.uint64),
+        "delay_us": _us(c["delay_ps"], none_is_nan=False),
+        "tx_bytes": tx,
+        "drops": np.asarray(c["drops"], dtype=np.uint64),
+        "utilization": util,
+    }
+
+
+def _queue_from_core(raw: Mapping[str, Any]) -> Table:
+    c = {k: _col(v) for k, v in raw.items()}
+    return {
+        "t_us": _us(c["t_ps"], none_is_nan=False),
+        "port": np.asarray(c["port"], dtype=np.uint32),
+        "prio": np.asarray(c["prio"], dtype=np.uint8),
+        "bytes": np.asarray(c["bytes"], dtype=np.uint64),
+    }
+
+
+def _links_from_core(raw: Mapping[str, Any]) -> Table:
+    c = {k: _col(v) for k, v in raw.items()}
+    return {
+        "t_us": _us(c["t_ps"], none_is_nan=False),
+        "port": np.asarray(c["port"], dtype=np.uint32),
+        "tx_bytes": np.asarray(c["tx_bytes"], dtype=np.uint64),
+        "utilization": np.asarray(c["utilization"], dtype=np.float64),
+    }
+
+
+def _rows(table: Mapping[str, np.ndarray]) -> int:
+    return len(next(iter(table.values()))) if table else 0
+
+
+class Results:
+    """The output of one run.
+
+    Attributes:
+        flows: per-flow table (``docs/results.md``, "flows"), column name -> numpy array.
+        ports: per-egress-port table.
+        queue_samples: queue occupancy samples (empty columns if not sampled).
+        link_samples: link samples (empty columns if not sampled).
+        counters: whole-run counters (events, drops by cause, sim end, wall time, ...).
+        scenario: the normalized scenario (every default filled in), as a dict.
+    """
+
+    def __init__(
+        self,
+        flows: Table,
+        ports: Table,
+        queue_samples: Table,
+        link_samples: Table,
+        counters: dict[str, Any],
+        scenario: dict[str, Any],
+    ) -> None:
+        self.flows = flows
+        self.ports = ports
+        self.queue_samples = queue_samples
+        self.link_samples = link_samples
+        self.counters = counters
+        self.scenario = scenario
+        self._summary: dict[str, Any] | None = None
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    def from_core(cls, raw: Mapping[str, Any]) -> Results:
+        """Build from the dict returned by ``dcnsim._core.run``.
+
+        Columns may be ``(dtype, bytes)`` pairs (as the core returns them) or arrays.
+        """
+        counters = dict(raw["counters"])
+        counters["drops"] = dict(counters.get("drops", {}))
+        scenario_json = raw.get("scenario_json") or "{}"
+        return cls(
+            flows=_flows_from_core(raw["flows"]),
+            ports=_ports_from_core(raw["ports"], int(counters.get("sim_end_ps", 0))),
+            queue_samples=_queue_from_core(raw["queue_samples"]),
+            link_samples=_links_from_core(raw["link_samples"]),
+            counters=counters,
+            scenario=json.loads(scenario_json),
+        )
+
+    @classmethod
+    def load(cls, out_dir: str | os.PathLike[str]) -> Results:
+        """Read a result folder written by :meth:`write`."""
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        d = Path(out_dir)
+        if not (d / "summary.json").is_file():
+            raise FileNotFoundError(f"{d} is not a dcnsim result folder (no summary.json)")
+
+        def parquet(name: str, cols: list[str]) -> Table:
+            p = d / name
+            if not p.is_file():
+                return {c: np.zeros(0) for c in cols}
+            t = pq.read_table(p)
+            return {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
+
+        ports_t = pacsv.read_csv(d / "ports.csv")
+        ports = {c: ports_t.column(c).to_numpy(zero_copy_only=False) for c in ports_t.column_names}
+        res = cls(
+            flows=parquet("flows.parquet", FLOW_COLUMNS),
+            ports=ports,
+            queue_samples=parquet("queue.parquet", QUEUE_COLUMNS),
+            link_samples=parquet("link.parquet", LINK_COLUMNS),
+            counters=json.loads((d / "counters.json").read_text()),
+            scenario=json.loads((d / "scenario.json").read_text()),
+        )
+        res._summary = _nan_from_null(json.loads((d / "summary.json").read_text()))
+        return res
+
+    # -- metrics -----------------------------------------------------------------------
+
+    @property
+    def has_queue_samples(self) -> bool:
+        return _rows(self.queue_samples) > 0
+
+    @property
+    def has_link_samples(self) -> bool:
+        return _rows(self.link_samples) > 0
+
+    def summary(self) -> dict[str, Any]:
+        """The run summary (``docs/results.md``, "summary.json"); NaN where undefined."""
+        if self._summary is None:
+            links = self.link_samples if self.has_link_samples else None
+            self._summary = summarize(self.flows, self.counters, links)
+        return dict(self._summary)
+
+    def size_buckets(self) -> list[dict[str, Any]]:
+        """FCT and slowdown statistics per flow-size bucket (``metrics.SIZE_BUCKETS``)."""
+        return size_bucket_stats(self.flows)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write(self, out_dir: str | os.PathLike[str]) -> Path:
+        """Write the result folder atomically and return its path.
+
+        Everything is written into ``<out_dir>.tmp-<pid>`` beside ``out_dir`` and renamed into
+        place only when complete; an existing ``out_dir`` is replaced only then. If anything
+        fails, the temporary folder is removed and ``out_dir`` is left as it was.
+        """
+        out = Path(out_dir).absolute()
+        if out.exists() and not out.is_dir():
+            raise FileExistsError(f"{out} exists and is not a directory")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pid = os.getpid()
+        tmp = out.with_name(f"{out.name}.tmp-{pid}")
+        old = out.with_name(f"{out.name}.old-{pid}")
+        for stale in (tmp, old):
+            if stale.exists():
+                shutil.rmtree(stale)
+        tmp.mkdir()
+        try:
+            self._write_files(tmp)
+            if out.exists():
+                out.rename(old)
+                tmp.rename(out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if old.exists() and not out.exists():
+                old.rename(out)
+            raise
+        return out
+
+    def _write_files(self, d: Path) -> None:
+        write_table(self.flows, FLOW_COLUMNS, d / "flows.parquet")
+        write_table(self.flows, FLOW_COLUMNS, d / "flows.csv")
+        write_table(self.ports, PORT_COLUMNS, d / "ports.csv")
+        if self.has_queue_samples:
+            write_table(self.queue_samples, QUEUE_COLUMNS, d / "queue.parquet")
+        if self.has_link_samples:
+            write_table(self.link_samples, LINK_COLUMNS, d / "link.parquet")
+        write_json(self.counters, d / "counters.json")
+        write_json(self.scenario, d / "scenario.json")
+        # summary.json last: its presence marks a complete folder (sweeps rely on it).
+        write_json(self.summary(), d / "summary.json")
+
+
+def _nan_from_null(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (math.nan if v is None else v) for k, v in d.items()}
+
+
+def write_table(table: Mapping[str, Any], columns: list[str], path: Path) -> None:
+    """Write the given columns of a table as Parquet or CSV (by the file's suffix)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    cols = [c for c in columns if c in table]
+    arrays = []
+    for c in cols:
+        v = table[c]
+        if isinstance(v, np.ndarray) and v.dtype == object:
+            arrays.append(pa.array([str(x) for x in v], type=pa.string()))
+        else:
+            arrays.append(pa.array(np.asarray(v)))
+    t = pa.Table.from_arrays(arrays, names=cols)
+    if path.suffix == ".parquet":
+        pq.write_table(t, path)
+    else:
+        pacsv.write_csv(t, path, pacsv.WriteOptions(quoting_style="needed"))
+
+
+def write_json(obj: Any, path: Path) -> None:
+    """Write ``obj`` as indented JSON (NaN written as ``null``)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(json_safe(obj), f, indent=2, sort_keys=False)
+        f.write("\n")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file via a temporary sibling and ``os.replace``."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()

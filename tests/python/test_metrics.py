@@ -1,0 +1,120 @@
+"""Summary metrics against hand-computed values (CONVENTIONS.md definitions)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dcnsim import Results, percentile
+from dcnsim.metrics import size_bucket_stats
+
+from conftest import synthetic_core_output
+
+
+def test_percentile_nearest_rank_textbook() -> None:
+    # The classic nearest-rank example: 15, 20, 35, 40, 50.
+    x = [40, 15, 50, 35, 20]  # unsorted on purpose
+    assert percentile(x, 0) == 15
+    assert percentile(x, 5) == 15
+    assert percentile(x, 30) == 20
+    assert percentile(x, 40) == 20  # rank exactly 2: no interpolation, no rounding up
+    assert percentile(x, 50) == 35
+    assert percentile(x, 100) == 50
+
+
+def test_percentile_exact_rank_arithmetic() -> None:
+    x = np.arange(1, 1001)
+    assert percentile(x, 99.9) == 999  # 99.9/100*1000 is 999.000...1 in floating point
+    assert percentile(x, 99) == 990
+    assert percentile(x, 50) == 500
+    assert percentile(np.arange(1, 101), 99) == 99
+    assert percentile([7.0], 99.9) == 7.0
+
+
+def test_percentile_empty_nan_and_range() -> None:
+    assert math.isnan(percentile([], 50))
+    assert percentile([1.0, math.nan, 3.0], 100) == 3.0
+    with pytest.raises(ValueError):
+        percentile([1, 2], 101)
+
+
+def synthetic() -> Results:
+    # flow:        0      1      2       3       4          5     6 (unfinished)  7 (background)
+    return Results.from_core(
+        synthetic_core_output(
+            size=[1000, 50000, 100000, 200000, 5000000, 2000, 3000, 400000],
+            fct_us=[10, 20, 30, 100, 1000, 40, None, 500],
+            ideal_us=[5, 10, 10, 50, 250, 10, 5, 100],
+            sent=[1000, 60000, 100000, 250000, 5000000, 2000, 1500, 999999],
+            retx=[0, 10000, 0, 50000, 0, 0, 500, 0],
+            timeouts=[0, 1, 0, 2, 0, 0, 1, 0],
+            background=[False] * 7 + [True],
+            drops={"buffer_overflow": 5, "selective_drop": 2},
+        )
+    )
+
+
+def test_flow_table_conversion() -> None:
+    r = synthetic()
+    f = r.flows
+    assert f["finished"].tolist() == [True] * 6 + [False, True]
+    assert math.isnan(f["finish_us"][6]) and math.isnan(f["fct_us"][6])
+    assert math.isnan(f["slowdown"][6])
+    assert f["fct_us"][3] == pytest.approx(100.0)
+    assert f["slowdown"][4] == pytest.approx(4.0)
+    assert f["start_us"][2] == pytest.approx(2.0)
+    assert f["finish_us"][2] == pytest.approx(32.0)
+    assert np.isnan(f["deadline_us"]).all()
+    # port utilization over the run: 1.25 MB at 10 Gbps over 1 ms = 1.0
+    assert r.ports["utilization"][0] == pytest.approx(1.0)
+
+
+def test_summary_hand_computed() -> None:
+    s = synthetic().summary()
+    assert s["flows_total"] == 7  # background flow excluded
+    assert s["flows_finished"] == 6
+    assert s["flows_unfinished"] == 1
+    assert s["background_flows"] == 1
+    assert s["avg_fct_us"] == pytest.approx((10 + 20 + 30 + 100 + 1000 + 40) / 6)
+    # small: sizes <= 100 KB (100000 B included) -> FCT 10, 20, 30, 40
+    assert s["small_flows"] == 4
+    assert s["small_avg_fct_us"] == pytest.approx(25.0)
+    assert s["small_p99_fct_us"] == pytest.approx(40.0)
+    assert s["small_p99_slowdown"] == pytest.approx(4.0)  # slowdowns 2, 2, 3, 4
+    assert s["large_flows"] == 2
+    assert s["large_avg_fct_us"] == pytest.approx(550.0)
+    # slowdowns of finished non-background flows: 2, 2, 3, 2, 4, 4
+    assert s["slowdown_avg"] == pytest.approx(17 / 6)
+    assert s["slowdown_p50"] == pytest.approx(2.0)
+    assert s["slowdown_p90"] == pytest.approx(4.0)
+    assert s["slowdown_p99"] == pytest.approx(4.0)
+    assert s["p50_fct_us"] == pytest.approx(30.0)
+    # efficiency: sizes / sent bytes of the six finished non-background flows
+    assert s["transfer_efficiency"] == pytest.approx(5_353_000 / 5_413_000)
+    assert s["retx_bytes_total"] == 60_500
+    assert s["timeouts_total"] == 4
+    assert s["drops_total"] == 7
+    assert s["drops_buffer_overflow"] == 5
+    assert s["drops_selective_drop"] == 2
+    assert s["avg_link_utilization"] == pytest.approx(0.6)
+    assert s["events"] == 1000
+    assert s["events_per_s"] == pytest.approx(2000.0)
+    assert s["sim_end_us"] == pytest.approx(1000.0)
+
+
+def test_size_buckets() -> None:
+    b = {x["bucket"]: x for x in size_bucket_stats(synthetic().flows)}
+    assert b["<=10KB"]["flows"] == 2  # 1000 B and 2000 B
+    assert b["<=10KB"]["avg_fct_us"] == pytest.approx(25.0)
+    assert b["10KB-100KB"]["flows"] == 2  # 50 KB and exactly 100 KB
+    assert b["100KB-1MB"]["flows"] == 1
+    assert b[">1MB"]["p99_fct_us"] == pytest.approx(1000.0)
+
+
+def test_summary_without_finished_flows() -> None:
+    r = Results.from_core(synthetic_core_output(size=[1000], fct_us=[None], ideal_us=[5], sent=[0]))
+    s = r.summary()
+    assert s["flows_finished"] == 0 and s["flows_unfinished"] == 1
+    assert math.isnan(s["avg_fct_us"]) and math.isnan(s["transfer_efficiency"])
