@@ -17,7 +17,7 @@ VENV_ABS := $(abspath $(VENV))
 VPY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.deps-stamp
 EXT_STAMP := $(VENV)/.ext-stamp
-RUST_SRC := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name Cargo.toml)
+RUST_SRC := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -type f -not -name '*.so')
 DEMO_OUT ?= demo-out
 PIP := $(VPY) -m pip --disable-pip-version-check --no-input
 

@@ -331,7 +331,8 @@ def run_sweep(
     _clean_stale(out)
     _write_sweep_json(spec, tasks, out)
     todo = [t for t in tasks if force or not is_complete(t.out_dir)]
-    outcomes = {t.name: RunOutcome(t.name, "skipped") for t in tasks if t not in todo}
+    todo_names = {t.name for t in todo}
+    outcomes = {t.name: RunOutcome(t.name, "skipped") for t in tasks if t.name not in todo_names}
     say = log or (lambda _msg: None)
     n = len(tasks)
     if outcomes:

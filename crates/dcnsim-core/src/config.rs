@@ -21,9 +21,9 @@ pub enum FieldError {
 impl FieldError {
     pub fn field(&self) -> String {
         match self {
-            FieldError::Unknown { path, .. }
-            | FieldError::Missing { path }
-            | FieldError::Invalid { path, .. } => path.clone(),
+            FieldError::Unknown { path, .. } | FieldError::Missing { path } | FieldError::Invalid { path, .. } => {
+                path.clone()
+            }
         }
     }
     pub fn invalid(path: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {

@@ -53,18 +53,145 @@ impl Ord for Entry {
     }
 }
 
+/// Min-heap of `u128` keys (16-byte entries) on top of the standard binary heap.
 #[derive(Default)]
-pub struct EventQueue { heap: BinaryHeap<Entry>, seq: u64, now: Time }
-impl EventQueue {
-    pub fn new() -> Self { Self::default() }
-    #[inline] pub fn push(&mut self, at: Time, ev: Event) { let key = ((at.0 as u128) << 64) | self.seq as u128; self.seq += 1; self.heap.push(Entry { key, ev }); }
-    #[inline] pub fn pop(&mut self) -> Option<(Time, Event)> { let e = self.heap.pop()?; let t = Time((e.key >> 64) as u64); self.now = t; Some((t, e.ev)) }
-    pub fn peek_time(&mut self) -> Option<Time> { self.heap.peek().map(|e| Time((e.key >> 64) as u64)) }
-    pub fn now(&self) -> Time { self.now }
-    pub fn len(&self) -> usize { self.heap.len() }
-    pub fn is_empty(&self) -> bool { self.heap.is_empty() }
-    pub fn scheduled(&self) -> u64 { self.seq }
+struct KeyHeap {
+    v: BinaryHeap<std::cmp::Reverse<u128>>,
 }
+
+impl KeyHeap {
+    #[inline]
+    fn push(&mut self, k: u128) {
+        self.v.push(std::cmp::Reverse(k));
+    }
+    #[inline]
+    fn peek(&self) -> Option<u128> {
+        self.v.peek().map(|r| r.0)
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<u128> {
+        self.v.pop().map(|r| r.0)
+    }
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+}
+
+// Layout of a network-event key: time (64 bits) | sequence (40 bits) | kind (2) | port (22).
+const SEQ_SHIFT: u32 = 24;
+const KIND_SHIFT: u32 = 22;
+const PORT_MASK: u128 = (1 << KIND_SHIFT) - 1;
+/// Largest port id a network event can carry.
+pub const MAX_PORTS: usize = 1 << KIND_SHIFT;
+const K_LINK: u128 = 0;
+const K_TX: u128 = 1;
+const K_FLOW: u128 = 2;
+const K_SAMPLE: u128 = 3;
+
+/// Min-priority queue of events keyed by (time, insertion sequence).
+///
+/// Network events (link arrivals, transmissions, flow arrivals, samples) are encoded
+/// entirely in one `u128` key, time in the high 64 bits, the insertion sequence below
+/// it, then the event kind and port, and kept in a binary heap of 16-byte entries.
+/// Transport timers live in a separate binary heap: most armed retransmission timers
+/// never fire before being re-armed, so keeping them apart keeps the busy heap small
+/// (about one entry per busy link). Both heaps share the sequence counter and `pop`
+/// compares their tops, so the order is exactly (time, sequence) over all events.
+#[derive(Default)]
+pub struct EventQueue {
+    net: KeyHeap,
+    timers: BinaryHeap<Entry>,
+    seq: u64,
+    now: Time,
+}
+
+#[inline]
+fn decode(k: u128) -> Event {
+    let port = (k & PORT_MASK) as u32;
+    match (k >> KIND_SHIFT) & 3 {
+        K_LINK => Event::LinkArrive { port },
+        K_TX => Event::TxDone { port },
+        K_FLOW => Event::FlowArrival,
+        _ => Event::Sample,
+    }
+}
+
+impl EventQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Schedule `ev` at `at`. Scheduling in the past is a logic error (checked in debug).
+    #[inline]
+    pub fn push(&mut self, at: Time, ev: Event) {
+        debug_assert!(at >= self.now, "event scheduled in the past");
+        let seq = self.seq;
+        self.seq += 1;
+        let base = ((at.0 as u128) << 64) | ((seq as u128 & ((1 << 40) - 1)) << SEQ_SHIFT);
+        match ev {
+            Event::Timer { .. } => self.timers.push(Entry { key: ((at.0 as u128) << 64) | seq as u128, ev }),
+            Event::LinkArrive { port } => self.net.push(base | (K_LINK << KIND_SHIFT) | port as u128),
+            Event::TxDone { port } => self.net.push(base | (K_TX << KIND_SHIFT) | port as u128),
+            Event::FlowArrival => self.net.push(base | (K_FLOW << KIND_SHIFT)),
+            Event::Sample => self.net.push(base | (K_SAMPLE << KIND_SHIFT)),
+        }
+    }
+    #[inline]
+    fn timer_first(&self) -> Option<bool> {
+        match (self.net.peek(), self.timers.peek()) {
+            (None, None) => None,
+            (Some(_), None) => Some(false),
+            (None, Some(_)) => Some(true),
+            // Compare (time, sequence): the net key's sequence sits 24 bits lower.
+            (Some(n), Some(t)) => {
+                let (nt, ns) = ((n >> 64) as u64, ((n >> SEQ_SHIFT) as u64) & ((1 << 40) - 1));
+                let (tt, ts) = ((t.key >> 64) as u64, (t.key as u64) & ((1 << 40) - 1));
+                Some((tt, ts) < (nt, ns))
+            }
+        }
+    }
+    /// Remove and return the earliest event, advancing `now` to its time.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, Event)> {
+        let (t, ev) = if self.timer_first()? {
+            let e = self.timers.pop().expect("peeked");
+            (Time((e.key >> 64) as u64), e.ev)
+        } else {
+            let k = self.net.pop().expect("peeked");
+            (Time((k >> 64) as u64), decode(k))
+        };
+        self.now = t;
+        Some((t, ev))
+    }
+    /// The earliest pending non-timer event, if it is earlier than every timer (for
+    /// prefetching the packet it will touch).
+    #[inline]
+    pub fn peek_net(&self) -> Option<Event> {
+        if self.timer_first()? {
+            None
+        } else {
+            self.net.peek().map(decode)
+        }
+    }
+    /// Time of the earliest pending event.
+    pub fn peek_time(&mut self) -> Option<Time> {
+        let k = if self.timer_first()? { self.timers.peek()?.key } else { self.net.peek()? };
+        Some(Time((k >> 64) as u64))
+    }
+    pub fn now(&self) -> Time {
+        self.now
+    }
+    pub fn len(&self) -> usize {
+        self.net.len() + self.timers.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Total events ever scheduled.
+    pub fn scheduled(&self) -> u64 {
+        self.seq
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,8 +211,16 @@ mod tests {
         assert_eq!(order, vec![2, 4, 1, 3]);
     }
 
-    /// The calendar queue pops exactly the (time, sequence) order of a reference heap,
-    /// across bucket boundaries, the wheel horizon and far-future overflow.
+    fn id(ev: Event) -> u64 {
+        match ev {
+            Event::TxDone { port } => port as u64,
+            Event::Timer { host, .. } => host as u64,
+            _ => unreachable!(),
+        }
+    }
+
+    /// The queue pops exactly the (time, sequence) order of a reference heap,
+    /// with timers and network events interleaved, near and far in time.
     #[test]
     fn matches_reference_order() {
         let mut rng = crate::rng::Rng::new(9);
@@ -103,19 +238,25 @@ mod tests {
                     2 => rng.below(1 << 30),
                     _ => rng.below(1 << 40),
                 };
-                q.push(Time(now + dt), Event::TxDone { port: seq as u32 });
+                // Mix timer and network events: both heaps must interleave exactly.
+                let ev = if rng.below(3) == 0 {
+                    Event::Timer { host: seq as u32, token: 0 }
+                } else {
+                    Event::TxDone { port: seq as u32 }
+                };
+                q.push(Time(now + dt), ev);
                 reference.push((now + dt, seq));
                 seq += 1;
             }
             if round % 3 != 0 {
-                if let Some((t, Event::TxDone { port })) = q.pop() {
+                if let Some((t, ev)) = q.pop() {
                     now = t.0;
-                    popped.push((t.0, port as u64));
+                    popped.push((t.0, id(ev)));
                 }
             }
         }
-        while let Some((t, Event::TxDone { port })) = q.pop() {
-            popped.push((t.0, port as u64));
+        while let Some((t, ev)) = q.pop() {
+            popped.push((t.0, id(ev)));
         }
         assert!(q.is_empty());
         // Popped order must be non-decreasing in (time, seq) and contain everything.

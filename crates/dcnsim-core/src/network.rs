@@ -128,7 +128,9 @@ impl Network {
                     drops: 0,
                     sampled_tx: 0,
                     pipe: VecDeque::new(),
-                    ps_per_byte: (8 * crate::units::PS_PER_S % l.rate.0 == 0).then(|| 8 * crate::units::PS_PER_S / l.rate.0),
+                    ps_per_byte: (8 * crate::units::PS_PER_S)
+                        .is_multiple_of(l.rate.0)
+                        .then(|| 8 * crate::units::PS_PER_S / l.rate.0),
                 });
                 node_ports[a as usize].push(id);
                 adj[a as usize].push((b, id));

@@ -29,7 +29,9 @@ pub enum Format {
 #[derive(Debug)]
 pub enum ScenarioError {
     /// The document is not valid TOML/JSON.
-    Syntax { message: String },
+    Syntax {
+        message: String,
+    },
     /// A top-level or `[network]`/`[run]`/`[output]` field is wrong.
     Field(FieldError),
     Topology(TopologyError),
@@ -93,6 +95,10 @@ struct RawScenario {
     run: Option<serde_json::Value>,
     #[serde(default)]
     output: Option<serde_json::Value>,
+    /// Facts `to_json` adds for readers (host count, base RTT ...); ignored on input so
+    /// that a saved `scenario.json` runs again as it is.
+    #[serde(default, rename = "derived")]
+    _derived: Option<serde_json::Value>,
 }
 
 fn d_mtu() -> Bytes {
@@ -238,10 +244,17 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
 
     let network: NetworkSpec = from_table(&raw.network.clone().unwrap_or(serde_json::json!({})), "network")?;
     if network.mtu.0 <= network.header.0 {
-        return Err(FieldError::invalid("network.mtu", format!("must exceed the header ({} B)", network.header.0), "use an MTU such as 1500").into());
+        return Err(FieldError::invalid(
+            "network.mtu",
+            format!("must exceed the header ({} B)", network.header.0),
+            "use an MTU such as 1500",
+        )
+        .into());
     }
     if network.mtu.0 > u32::MAX as u64 / 2 {
-        return Err(FieldError::invalid("network.mtu", "is unreasonably large", "use an MTU such as 1500 or 9000").into());
+        return Err(
+            FieldError::invalid("network.mtu", "is unreasonably large", "use an MTU such as 1500 or 9000").into()
+        );
     }
     if network.ctrl_size.0 == 0 || network.ctrl_size.0 > network.mtu.0 {
         return Err(FieldError::invalid("network.ctrl_size", "must be between 1 B and the MTU", "use 64").into());
@@ -255,7 +268,12 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         .into());
     }
     if !(1..=8).contains(&network.priorities) {
-        return Err(FieldError::invalid("network.priorities", format!("must be 1..8, got {}", network.priorities), "use up to 8 classes").into());
+        return Err(FieldError::invalid(
+            "network.priorities",
+            format!("must be 1..8, got {}", network.priorities),
+            "use up to 8 classes",
+        )
+        .into());
     }
     if !(network.ecn_lambda > 0.0 && network.ecn_lambda.is_finite()) {
         return Err(FieldError::invalid("network.ecn_lambda", "must be > 0", "use e.g. 0.17").into());
@@ -317,7 +335,13 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         });
         vec![Some(k); classes]
     };
-    let queue = QueueConfig { policy, buffer: network.buffer, classes: network.priorities, ecn_k, ecn_per_port: network.ecn_per_port };
+    let queue = QueueConfig {
+        policy,
+        buffer: network.buffer,
+        classes: network.priorities,
+        ecn_k,
+        ecn_per_port: network.ecn_per_port,
+    };
 
     let (protocol, transport_cfg) = split_protocol(&raw.transport)?;
     registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
@@ -325,7 +349,14 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     let wl_tables: Vec<serde_json::Value> = match &raw.workload {
         serde_json::Value::Array(a) => a.clone(),
         serde_json::Value::Object(_) => vec![raw.workload.clone()],
-        _ => return Err(FieldError::invalid("workload", "must be a table or an array of tables", "write [[workload]] sections").into()),
+        _ => {
+            return Err(FieldError::invalid(
+                "workload",
+                "must be a table or an array of tables",
+                "write [[workload]] sections",
+            )
+            .into())
+        }
     };
     if wl_tables.is_empty() {
         return Err(FieldError::invalid("workload", "is empty", "add at least one [[workload]] section").into());
@@ -340,20 +371,37 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
 
     let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
     if run.time_limit == Some(Time::ZERO) {
-        return Err(FieldError::invalid("run.time_limit", "must be > 0", "give a positive time such as \"10ms\" or remove it").into());
+        return Err(FieldError::invalid(
+            "run.time_limit",
+            "must be > 0",
+            "give a positive time such as \"10ms\" or remove it",
+        )
+        .into());
     }
     let output: OutputSpec = from_table(&raw.output.clone().unwrap_or(serde_json::json!({})), "output")?;
     if output.sample_interval == Some(Time::ZERO) {
-        return Err(FieldError::invalid("output.sample_interval", "must be > 0", "give e.g. \"100us\" or remove it").into());
+        return Err(
+            FieldError::invalid("output.sample_interval", "must be > 0", "give e.g. \"100us\" or remove it").into()
+        );
     }
     match &output.sample_ports {
         PortSelection::Named(n) if !["switch", "host", "all"].contains(&n.as_str()) => {
-            return Err(FieldError::invalid("output.sample_ports", format!("unknown selection '{n}'"), "use \"switch\", \"host\", \"all\" or a list of port ids").into());
+            return Err(FieldError::invalid(
+                "output.sample_ports",
+                format!("unknown selection '{n}'"),
+                "use \"switch\", \"host\", \"all\" or a list of port ids",
+            )
+            .into());
         }
         PortSelection::Ids(ids) => {
             let nports = topology.links.len() as u32 * 2;
             if let Some(bad) = ids.iter().find(|&&i| i >= nports) {
-                return Err(FieldError::invalid("output.sample_ports", format!("port {bad} does not exist (there are {nports})"), "use ids from ports.csv").into());
+                return Err(FieldError::invalid(
+                    "output.sample_ports",
+                    format!("port {bad} does not exist (there are {nports})"),
+                    "use ids from ports.csv",
+                )
+                .into());
             }
         }
         _ => {}
@@ -376,14 +424,20 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
 }
 
 fn split_protocol(t: &serde_json::Value) -> Result<(String, serde_json::Value), ScenarioError> {
-    let obj = t
-        .as_object()
-        .ok_or_else(|| FieldError::invalid("transport", "must be a table", "write a [transport] table with protocol = \"dctcp\""))?;
+    let obj = t.as_object().ok_or_else(|| {
+        FieldError::invalid("transport", "must be a table", "write a [transport] table with protocol = \"dctcp\"")
+    })?;
     let proto = obj
         .get("protocol")
         .ok_or(FieldError::Missing { path: "transport.protocol".into() })?
         .as_str()
-        .ok_or_else(|| FieldError::invalid("transport.protocol", "must be a string", format!("use one of: {}", registry::PROTOCOLS.join(", "))))?
+        .ok_or_else(|| {
+            FieldError::invalid(
+                "transport.protocol",
+                "must be a string",
+                format!("use one of: {}", registry::PROTOCOLS.join(", ")),
+            )
+        })?
         .to_string();
     let mut rest = obj.clone();
     rest.remove("protocol");
@@ -398,7 +452,8 @@ impl Scenario {
             m.insert("protocol".into(), serde_json::Value::String(self.protocol.clone()));
         }
         let mut network = serde_json::to_value(&self.network).unwrap_or_default();
-        network["ecn_k_per_queue"] = serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.0)).collect::<Vec<_>>());
+        network["ecn_k_per_queue"] =
+            serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.0)).collect::<Vec<_>>());
         let v = serde_json::json!({
             "name": self.name,
             "seed": self.seed,

@@ -114,7 +114,11 @@ impl<'a> Sim<'a> {
 
     /// A run with a given flow list and transport object (tests, embedding, wrappers that
     /// observe a transport). Flows must be sorted by start time.
-    pub fn with_parts(sc: &'a Scenario, specs: Vec<crate::workload::FlowSpec>, transport: Box<dyn Transport>) -> Sim<'a> {
+    pub fn with_parts(
+        sc: &'a Scenario,
+        specs: Vec<crate::workload::FlowSpec>,
+        transport: Box<dyn Transport>,
+    ) -> Sim<'a> {
         let salt = sc.rng(streams::ROUTING).next_u64();
         let net = Network::build(&sc.topology, &sc.queue, salt);
         let mss = sc.network.mtu.0 - sc.network.header.0;
@@ -205,13 +209,19 @@ impl<'a> Sim<'a> {
         let mut events: u64 = 0;
         let mut cut = false;
         let mut now = Time::ZERO;
-        while let Some(t) = self.q.peek_time() {
+        while let Some((t, ev)) = self.q.pop() {
             if t > limit {
+                // The popped event lies beyond the limit: the run ends at the limit.
                 cut = true;
                 now = limit;
                 break;
             }
-            let (t, ev) = self.q.pop().expect("peeked");
+            // The next event's packet is far away in memory: start loading it now.
+            if let Some(Event::LinkArrive { port }) = self.q.peek_net() {
+                if let Some(&(_, idx)) = self.net.ports[port as usize].pipe.front() {
+                    self.arena.prefetch(idx);
+                }
+            }
             now = t;
             events += 1;
             match ev {
@@ -240,7 +250,7 @@ impl<'a> Sim<'a> {
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
             }
-            if events % PROGRESS_EVERY == 0 {
+            if events.is_multiple_of(PROGRESS_EVERY) {
                 self.peak_live = self.peak_live.max(self.arena.live());
                 let p = Progress {
                     sim_time_ps: t.0,
@@ -360,8 +370,8 @@ impl<'a> Sim<'a> {
     fn start_tx(&mut self, now: Time, port: u32) {
         let pt = &mut self.net.ports[port as usize];
         match pt.disc.dequeue(now, &mut self.arena) {
-            Some(idx) => {
-                let size = self.arena.get(idx).size as u64;
+            Some((idx, size)) => {
+                let size = size as u64;
                 let end = now + pt.tx_time(size);
                 pt.busy_until = end;
                 pt.tx_bytes += size;

@@ -349,7 +349,11 @@ pub const MAX_NODES: u64 = 1 << 20;
 
 fn count_ok(n: u64, path: &str) -> Result<(), FieldError> {
     if n > MAX_NODES {
-        Err(FieldError::invalid(path, format!("gives {n} nodes, more than the {MAX_NODES} supported"), "use a smaller topology"))
+        Err(FieldError::invalid(
+            path,
+            format!("gives {n} nodes, more than the {MAX_NODES} supported"),
+            "use a smaller topology",
+        ))
     } else {
         Ok(())
     }
@@ -358,9 +362,7 @@ fn count_ok(n: u64, path: &str) -> Result<(), FieldError> {
 /// Build and validate a topology from its scenario table.
 pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
     let sec = "topology";
-    let obj = raw
-        .as_object()
-        .ok_or_else(|| FieldError::invalid(sec, "must be a table", "write a [topology] table"))?;
+    let obj = raw.as_object().ok_or_else(|| FieldError::invalid(sec, "must be a table", "write a [topology] table"))?;
     let kind = obj
         .get("kind")
         .ok_or(FieldError::Missing { path: "topology.kind".into() })?
@@ -416,7 +418,12 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
             positive(t.spines, "topology.spines", "number of spines")?;
             count_ok(t.leaves as u64 * t.hosts_per_leaf as u64, "topology.hosts_per_leaf")?;
             if t.leaves * t.hosts_per_leaf < 2 {
-                return Err(FieldError::invalid("topology.hosts_per_leaf", "the topology has fewer than 2 hosts", "give at least 2 hosts").into());
+                return Err(FieldError::invalid(
+                    "topology.hosts_per_leaf",
+                    "the topology has fewer than 2 hosts",
+                    "give at least 2 hosts",
+                )
+                .into());
             }
             rate_ok(t.host_rate, "topology.host_rate")?;
             rate_ok(t.core_rate, "topology.core_rate")?;
@@ -438,8 +445,13 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
         }
         "fat_tree" => {
             let t: FatTree = from_table(&rest, sec)?;
-            if t.k < 2 || t.k % 2 != 0 {
-                return Err(FieldError::invalid("topology.k", format!("must be an even number >= 2, got {}", t.k), "use k = 4, 8, 16 ...").into());
+            if t.k < 2 || !t.k.is_multiple_of(2) {
+                return Err(FieldError::invalid(
+                    "topology.k",
+                    format!("must be an even number >= 2, got {}", t.k),
+                    "use k = 4, 8, 16 ...",
+                )
+                .into());
             }
             count_ok((t.k as u64).pow(3) / 4, "topology.k")?;
             rate_ok(t.host_rate, "topology.host_rate")?;
@@ -490,13 +502,23 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
             positive(t.cores, "topology.cores", "number of core switches")?;
             count_ok(t.tors as u64 * t.hosts_per_tor as u64, "topology.hosts_per_tor")?;
             if t.tors * t.hosts_per_tor < 2 {
-                return Err(FieldError::invalid("topology.hosts_per_tor", "the topology has fewer than 2 hosts", "give at least 2 hosts").into());
+                return Err(FieldError::invalid(
+                    "topology.hosts_per_tor",
+                    "the topology has fewer than 2 hosts",
+                    "give at least 2 hosts",
+                )
+                .into());
             }
             rate_ok(t.host_rate, "topology.host_rate")?;
             rate_ok(t.tor_rate, "topology.tor_rate")?;
             rate_ok(t.core_rate, "topology.core_rate")?;
             if t.tor_uplinks == Uplinks::Tree && t.aggs > t.tors {
-                return Err(FieldError::invalid("topology.aggs", "more aggregation switches than ToRs in a tree", "use tor_uplinks = \"full\" or fewer aggs").into());
+                return Err(FieldError::invalid(
+                    "topology.aggs",
+                    "more aggregation switches than ToRs in a tree",
+                    "use tor_uplinks = \"full\" or fewer aggs",
+                )
+                .into());
             }
             let n = t.tors * t.hosts_per_tor;
             let mut b = Builder::new(n);
@@ -541,7 +563,12 @@ fn build_explicit(rest: &serde_json::Value) -> Result<Topology, TopologyError> {
     let hosts: Vec<&ExplicitNode> = t.nodes.iter().filter(|n| n.kind == ExplicitKind::Host).collect();
     let switches: Vec<&ExplicitNode> = t.nodes.iter().filter(|n| n.kind == ExplicitKind::Switch).collect();
     if hosts.len() < 2 {
-        return Err(FieldError::invalid("topology.nodes", "fewer than 2 hosts", "declare at least 2 nodes with kind = \"host\"").into());
+        return Err(FieldError::invalid(
+            "topology.nodes",
+            "fewer than 2 hosts",
+            "declare at least 2 nodes with kind = \"host\"",
+        )
+        .into());
     }
     count_ok(t.nodes.len() as u64, "topology.nodes")?;
     let mut b = Builder::new(hosts.len() as u32);
@@ -554,7 +581,10 @@ fn build_explicit(rest: &serde_json::Value) -> Result<Topology, TopologyError> {
     for (i, name) in b.names.iter().enumerate() {
         if id_of.insert(name.as_str(), i as NodeId).is_some() {
             let pos = t.nodes.iter().rposition(|n| &n.name == name).unwrap_or(0);
-            return Err(TopologyError::DuplicateNode { path: format!("topology.nodes[{pos}].name"), name: name.clone() });
+            return Err(TopologyError::DuplicateNode {
+                path: format!("topology.nodes[{pos}].name"),
+                name: name.clone(),
+            });
         }
     }
     let mut links = vec![];
@@ -691,10 +721,16 @@ mod tests {
             (json!({"kind": "fat_tree", "k": 5}), "topology.k"),
             (json!({"kind": "torus"}), "topology.kind"),
             (json!({"kind": "single_switch"}), "topology.hosts"),
-            (json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
-                    "links": [{"a": "a", "b": "c", "rate": 1}]}), "topology.links[0].b"),
-            (json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
-                    {"name": "s", "kind": "switch"}], "links": [{"a": "a", "b": "s", "rate": 1}]}), "topology.links"),
+            (
+                json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
+                    "links": [{"a": "a", "b": "c", "rate": 1}]}),
+                "topology.links[0].b",
+            ),
+            (
+                json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
+                    {"name": "s", "kind": "switch"}], "links": [{"a": "a", "b": "s", "rate": 1}]}),
+                "topology.links",
+            ),
         ];
         for (raw, field) in cases {
             let e = build(&raw).unwrap_err();

@@ -171,9 +171,7 @@ fn split_number(s: &str) -> Result<(f64, &str), String> {
         num_s = &num_s[..num_s.len() - 1];
         rest = &t[num_s.len()..];
     }
-    let num: f64 = num_s
-        .parse()
-        .map_err(|_| format!("'{s}' does not start with a number"))?;
+    let num: f64 = num_s.parse().map_err(|_| format!("'{s}' does not start with a number"))?;
     Ok((num, rest.trim()))
 }
 

@@ -155,3 +155,37 @@ fn deterministic_in_the_seed() {
     assert_eq!(a.ports, b.ports);
     assert_ne!(a.flows, c.flows);
 }
+
+/// Poisson all-to-all arrivals at load rho on one switch (every host link is a
+/// bottleneck): all flows finish, the mean slowdown is finite and grows with rho, and the
+/// measured goodput utilization of the host links equals rho within 0.02.
+#[test]
+fn poisson_load_gives_matching_utilization_and_growing_slowdown() {
+    let mut slowdowns = vec![];
+    for rho in [0.3, 0.5, 0.7] {
+        let doc = format!(
+            r#"{{"seed":3,"topology":{{"kind":"single_switch","hosts":8,"host_rate":"10Gbps"}},
+                "transport":{{"protocol":"dctcp"}},"network":{{"buffer":"200KB","ecn_k":"30KB"}},
+                "workload":[{{"pattern":"poisson","cdf":"webserver","load":{rho},"flows":40000}}]}}"#
+        );
+        let sc = dcnsim_core::parse_scenario(&doc, dcnsim_core::Format::Json, std::path::Path::new(".")).unwrap();
+        let flows = sc.flows();
+        let (t_first, t_last) = (flows[0].start, flows.last().unwrap().start);
+        let (out, rec) = run_flows(&sc, flows);
+        let n = out.flows.id.len();
+        let finished = out.flows.finish_ps.iter().filter(|&&f| f != u64::MAX).count();
+        assert_eq!(finished, n, "rho={rho}: every flow finishes");
+        let sd: f64 =
+            (0..n).map(|i| out.flows.fct_ps[i] as f64 / out.flows.ideal_fct_ps[i] as f64).sum::<f64>() / n as f64;
+        assert!(sd.is_finite() && sd >= 1.0, "rho={rho}: mean slowdown {sd}");
+        slowdowns.push(sd);
+        // Goodput over the middle 80% of the arrival period.
+        let span = t_last.0 - t_first.0;
+        let (t0, t1) = (Time(t_first.0 + span / 10), Time(t_last.0 - span / 10));
+        let bytes: u64 = rec.borrow().data.iter().filter(|d| d.0 >= t0 && d.0 < t1).map(|d| d.3 as u64).sum();
+        let util = bytes as f64 * 8.0 / (8.0 * 10e9 * (t1 - t0).as_secs_f64());
+        eprintln!("poisson rho={rho}: utilization {util:.4}, mean slowdown {sd:.3}");
+        assert!((util - rho).abs() <= 0.02, "rho={rho}: measured utilization {util:.4}");
+    }
+    assert!(slowdowns[0] < slowdowns[1] && slowdowns[1] < slowdowns[2], "slowdown grows with load: {slowdowns:?}");
+}

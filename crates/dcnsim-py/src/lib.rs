@@ -18,9 +18,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dcnsim_core::output::{
-    Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput,
-};
+use dcnsim_core::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
 use dcnsim_core::{Format, Scenario, ScenarioError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -66,14 +64,8 @@ fn column<'py, T: Column>(py: Python<'py>, values: &[T]) -> Bound<'py, PyTuple> 
     for &v in values {
         v.put(&mut buf);
     }
-    PyTuple::new(
-        py,
-        [
-            T::DTYPE.into_pyobject(py).unwrap().into_any(),
-            PyBytes::new(py, &buf).into_any(),
-        ],
-    )
-    .expect("a 2-tuple")
+    PyTuple::new(py, [T::DTYPE.into_pyobject(py).unwrap().into_any(), PyBytes::new(py, &buf).into_any()])
+        .expect("a 2-tuple")
 }
 
 fn strings<'py>(py: Python<'py>, values: &[String]) -> PyResult<Bound<'py, PyList>> {
@@ -84,9 +76,7 @@ fn parse_format(format: &str) -> PyResult<Format> {
     match format.to_ascii_lowercase().as_str() {
         "toml" => Ok(Format::Toml),
         "json" => Ok(Format::Json),
-        other => Err(PyValueError::new_err(format!(
-            "unknown scenario format '{other}' (use \"toml\" or \"json\")"
-        ))),
+        other => Err(PyValueError::new_err(format!("unknown scenario format '{other}' (use \"toml\" or \"json\")"))),
     }
 }
 
@@ -96,10 +86,7 @@ fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
     let field = err.field();
     let full = err.to_string();
     // The core's message starts with "<field>: "; the Python exception keeps them apart.
-    let message = match full
-        .strip_prefix(field.as_str())
-        .and_then(|m| m.strip_prefix(": "))
-    {
+    let message = match full.strip_prefix(field.as_str()).and_then(|m| m.strip_prefix(": ")) {
         Some(rest) if !field.is_empty() => rest.to_string(),
         _ => full.clone(),
     };
@@ -151,7 +138,8 @@ fn run<'py>(
     interval: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = parse(py, text, format, base_dir)?;
-    let interval = Duration::from_secs_f64(interval.clamp(0.0, 3600.0));
+    let interval = if interval.is_finite() { interval.clamp(0.0, 3600.0) } else { 0.25 };
+    let interval = Duration::from_secs_f64(interval);
     let started = Instant::now();
     let mut last = started;
     let mut failure: Option<PyErr> = None;
@@ -174,8 +162,7 @@ fn run<'py>(
                 let Some(cb) = progress.as_ref() else {
                     return true;
                 };
-                let called = progress_dict(py, p, started.elapsed().as_secs_f64())
-                    .and_then(|d| cb.call1(py, (d,)));
+                let called = progress_dict(py, p, started.elapsed().as_secs_f64()).and_then(|d| cb.call1(py, (d,)));
                 match called {
                     // Only an explicit `False` stops the run (None means "go on").
                     Ok(ret) => ret.extract::<bool>(py).unwrap_or(true),

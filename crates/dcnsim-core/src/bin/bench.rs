@@ -30,7 +30,14 @@ const NET: &str = r#"{
 fn flows(name: &str) -> Vec<FlowSpec> {
     match name {
         "perm" => (0..128u32)
-            .map(|h| FlowSpec { src: h, dst: (h + 64) % 128, size: Bytes(2_000_000), start: Time::ZERO, deadline: None, background: false })
+            .map(|h| FlowSpec {
+                src: h,
+                dst: (h + 64) % 128,
+                size: Bytes(2_000_000),
+                start: Time::ZERO,
+                deadline: None,
+                background: false,
+            })
             .collect(),
         "short" => {
             let mut rng = Rng::new(20261122);

@@ -40,8 +40,8 @@ pub trait QueueDisc {
     /// Offer packet `idx` (already in the arena). Dropped packets (the offered one or
     /// evicted ones) are reported in `fx.drops`; the caller frees them.
     fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects);
-    /// Take the next packet to serialize.
-    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<PktIdx>;
+    /// Take the next packet to serialize: (packet, its wire size).
+    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)>;
     /// Bytes waiting in all queues.
     fn bytes(&self) -> Bytes;
     /// Bytes waiting in priority class `prio`.
@@ -99,17 +99,11 @@ impl QueuePolicyKind {
 /// Build the queue discipline of one port.
 pub fn build(cfg: &QueueConfig, role: PortRole) -> Box<dyn QueueDisc> {
     match (role, &cfg.policy) {
-        (PortRole::HostNic, _) => Box::new(priority::PriorityEcn::new(
-            Bytes(u64::MAX),
-            cfg.classes,
-            vec![None; cfg.classes as usize],
-            false,
-        )),
-        (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(priority::PriorityEcn::new(
-            cfg.buffer,
-            cfg.classes,
-            cfg.ecn_k.clone(),
-            cfg.ecn_per_port,
-        )),
+        (PortRole::HostNic, _) => {
+            Box::new(priority::PriorityEcn::new(Bytes(u64::MAX), cfg.classes, vec![None; cfg.classes as usize], false))
+        }
+        (PortRole::Switch, QueuePolicyKind::PriorityEcn) => {
+            Box::new(priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port))
+        }
     }
 }

@@ -14,10 +14,14 @@ use crate::units::{Bytes, Time};
 use std::collections::VecDeque;
 
 /// Reusable multi-class FIFO storage with byte accounting; other policies build on it.
+///
+/// Entries carry the packet's wire size next to its index, so dequeuing (and the byte
+/// accounting) never has to read the packet itself.
 #[derive(Debug)]
 pub struct ClassQueues {
-    queues: Vec<VecDeque<PktIdx>>,
-    bytes: Vec<u64>,
+    queues: [VecDeque<(PktIdx, u32)>; 8],
+    bytes: [u64; 8],
+    classes: u8,
     total: u64,
     /// Bit i set when queue i is non-empty.
     nonempty: u32,
@@ -25,48 +29,42 @@ pub struct ClassQueues {
 
 impl ClassQueues {
     pub fn new(classes: u8) -> Self {
-        ClassQueues {
-            queues: (0..classes).map(|_| VecDeque::new()).collect(),
-            bytes: vec![0; classes as usize],
-            total: 0,
-            nonempty: 0,
-        }
+        ClassQueues { queues: Default::default(), bytes: [0; 8], classes: classes.clamp(1, 8), total: 0, nonempty: 0 }
     }
     #[inline]
     pub fn classes(&self) -> u8 {
-        self.queues.len() as u8
+        self.classes
     }
     /// Clamp a packet's priority to the available classes.
     #[inline]
     pub fn class_of(&self, prio: u8) -> usize {
-        (prio as usize).min(self.queues.len() - 1)
+        (prio.min(self.classes - 1)) as usize
     }
     #[inline]
     pub fn push_back(&mut self, class: usize, idx: PktIdx, size: u64) {
-        self.queues[class].push_back(idx);
+        self.queues[class].push_back((idx, size as u32));
         self.bytes[class] += size;
         self.total += size;
         self.nonempty |= 1 << class;
     }
-    /// Pop from the highest-priority non-empty class.
+    /// Pop from the highest-priority non-empty class: (packet, wire size).
     #[inline]
-    pub fn pop_highest(&mut self, pkts: &PacketArena) -> Option<PktIdx> {
+    pub fn pop_highest(&mut self) -> Option<(PktIdx, u32)> {
         if self.nonempty == 0 {
             return None;
         }
         let c = self.nonempty.trailing_zeros() as usize;
-        self.pop_class(c, pkts)
+        self.pop_class(c)
     }
     #[inline]
-    pub fn pop_class(&mut self, c: usize, pkts: &PacketArena) -> Option<PktIdx> {
-        let idx = self.queues[c].pop_front()?;
-        let sz = pkts.get(idx).size as u64;
-        self.bytes[c] -= sz;
-        self.total -= sz;
+    pub fn pop_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
+        let (idx, sz) = self.queues[c].pop_front()?;
+        self.bytes[c] -= sz as u64;
+        self.total -= sz as u64;
         if self.queues[c].is_empty() {
             self.nonempty &= !(1 << c);
         }
-        Some(idx)
+        Some((idx, sz))
     }
     #[inline]
     pub fn total(&self) -> u64 {
@@ -86,16 +84,17 @@ impl ClassQueues {
 pub struct PriorityEcn {
     q: ClassQueues,
     buffer: u64,
-    k: Vec<u64>,
+    k: [u64; 8],
     per_port: bool,
 }
 
 impl PriorityEcn {
     pub fn new(buffer: Bytes, classes: u8, ecn_k: Vec<Option<Bytes>>, per_port: bool) -> Self {
         let classes = classes.clamp(1, 8);
-        let k = (0..classes as usize)
-            .map(|i| ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX))
-            .collect();
+        let mut k = [u64::MAX; 8];
+        for (i, slot) in k.iter_mut().enumerate().take(classes as usize) {
+            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
+        }
         PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, k, per_port }
     }
 }
@@ -119,8 +118,8 @@ impl QueueDisc for PriorityEcn {
         self.q.push_back(c, idx, size);
     }
     #[inline]
-    fn dequeue(&mut self, _now: Time, pkts: &mut PacketArena) -> Option<PktIdx> {
-        self.q.pop_highest(pkts)
+    fn dequeue(&mut self, _now: Time, _pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
+        self.q.pop_highest()
     }
     fn bytes(&self) -> Bytes {
         Bytes(self.q.total())
@@ -156,9 +155,9 @@ mod tests {
         for i in [lo, hi, lo2] {
             q.enqueue(Time(0), i, &mut a, &mut fx);
         }
-        assert_eq!(q.dequeue(Time(0), &mut a), Some(hi));
-        assert_eq!(q.dequeue(Time(0), &mut a), Some(lo));
-        assert_eq!(q.dequeue(Time(0), &mut a), Some(lo2));
+        assert_eq!(q.dequeue(Time(0), &mut a), Some((hi, 1500)));
+        assert_eq!(q.dequeue(Time(0), &mut a), Some((lo, 1500)));
+        assert_eq!(q.dequeue(Time(0), &mut a), Some((lo2, 1500)));
         assert_eq!(q.dequeue(Time(0), &mut a), None);
         assert!(fx.drops.is_empty());
     }

@@ -27,7 +27,12 @@
 //!
 //! New transports live in their own module and are added to [`registry`] only.
 
+pub mod lowprio;
+pub mod pias;
+pub mod ppt;
+pub mod rc3;
 pub mod registry;
+pub mod tagging;
 pub mod tcp;
 
 use crate::packet::{FlowId, NodeId, Packet};

@@ -4,12 +4,15 @@
 //! parsed from the scenario's `[transport]` table, and add one arm to [`build`] and
 //! one name to [`PROTOCOLS`]. Nothing in the network layer changes.
 
+use super::pias::{Pias, PiasConfigError};
+use super::ppt::{Ppt, PptConfigError};
+use super::rc3::{Rc3, Rc3ConfigError};
 use super::tcp::{Tcp, TcpConfigError};
 use super::{NetInfo, Transport};
 use std::fmt;
 
 /// Protocol names accepted in `transport.protocol`.
-pub const PROTOCOLS: &[&str] = &["tcp", "dctcp"];
+pub const PROTOCOLS: &[&str] = &["tcp", "dctcp", "pias", "rc3", "ppt"];
 
 /// Errors building a transport from its scenario table.
 #[derive(Debug)]
@@ -18,6 +21,12 @@ pub enum TransportError {
     UnknownProtocol { name: String },
     /// The TCP/DCTCP configuration is invalid.
     Tcp(TcpConfigError),
+    /// The PIAS configuration is invalid.
+    Pias(PiasConfigError),
+    /// The RC3 configuration is invalid.
+    Rc3(Rc3ConfigError),
+    /// The PPT configuration is invalid.
+    Ppt(PptConfigError),
 }
 
 impl TransportError {
@@ -25,6 +34,9 @@ impl TransportError {
         match self {
             TransportError::UnknownProtocol { .. } => "transport.protocol".into(),
             TransportError::Tcp(e) => e.field(),
+            TransportError::Pias(e) => e.field(),
+            TransportError::Rc3(e) => e.field(),
+            TransportError::Ppt(e) => e.field(),
         }
     }
 }
@@ -32,12 +44,13 @@ impl TransportError {
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TransportError::UnknownProtocol { name } => write!(
-                f,
-                "transport.protocol: unknown protocol '{name}'; use one of: {}",
-                PROTOCOLS.join(", ")
-            ),
+            TransportError::UnknownProtocol { name } => {
+                write!(f, "transport.protocol: unknown protocol '{name}'; use one of: {}", PROTOCOLS.join(", "))
+            }
             TransportError::Tcp(e) => write!(f, "{e}"),
+            TransportError::Pias(e) => write!(f, "{e}"),
+            TransportError::Rc3(e) => write!(f, "{e}"),
+            TransportError::Ppt(e) => write!(f, "{e}"),
         }
     }
 }
@@ -50,6 +63,9 @@ pub fn build(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<B
     match protocol {
         "tcp" => Ok(Box::new(Tcp::from_config(cfg, net, false).map_err(TransportError::Tcp)?)),
         "dctcp" => Ok(Box::new(Tcp::from_config(cfg, net, true).map_err(TransportError::Tcp)?)),
+        "pias" => Ok(Box::new(Pias::from_config(cfg, net).map_err(TransportError::Pias)?)),
+        "rc3" => Ok(Box::new(Rc3::from_config(cfg, net).map_err(TransportError::Rc3)?)),
+        "ppt" => Ok(Box::new(Ppt::from_config(cfg, net).map_err(TransportError::Ppt)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

@@ -116,9 +116,7 @@
 
 use crate::config::FieldError;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
-use crate::transport::{
-    token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport,
-};
+use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -291,34 +289,20 @@ impl TcpConfig {
 
     /// Validate and resolve against the network.
     pub fn resolve(&self, net: &NetInfo, dctcp: bool) -> Result<TcpParams, TcpConfigError> {
-        let bad = |field: &str, value: String, fix: String| TcpConfigError::OutOfRange {
-            field: field.into(),
-            value,
-            fix,
-        };
+        let bad =
+            |field: &str, value: String, fix: String| TcpConfigError::OutOfRange { field: field.into(), value, fix };
         if net.mtu.0 <= net.header.0 {
             return Err(TcpConfigError::Network {
                 field: "network.mtu".into(),
-                msg: format!(
-                    "MTU {} leaves no payload after the {} header; raise the MTU",
-                    net.mtu, net.header
-                ),
+                msg: format!("MTU {} leaves no payload after the {} header; raise the MTU", net.mtu, net.header),
             });
         }
         let mss = net.mss();
         if self.init_cwnd == 0 {
-            return Err(bad(
-                "init_cwnd",
-                "0".into(),
-                "must be at least 1 packet (10 is the usual value)".into(),
-            ));
+            return Err(bad("init_cwnd", "0".into(), "must be at least 1 packet (10 is the usual value)".into()));
         }
         if self.min_cwnd == 0 {
-            return Err(bad(
-                "min_cwnd",
-                "0".into(),
-                "must be at least 1 packet (2 as in Linux DCTCP)".into(),
-            ));
+            return Err(bad("min_cwnd", "0".into(), "must be at least 1 packet (2 as in Linux DCTCP)".into()));
         }
         let init_cwnd = self.init_cwnd.saturating_mul(mss);
         let min_cwnd = self.min_cwnd.saturating_mul(mss);
@@ -344,11 +328,7 @@ impl TcpConfig {
             Some(w) => {
                 let b = w.bytes(mss);
                 if b < mss {
-                    return Err(bad(
-                        "ssthresh",
-                        w.show(),
-                        "must be at least 1 packet; remove it for infinite".into(),
-                    ));
+                    return Err(bad("ssthresh", w.show(), "must be at least 1 packet; remove it for infinite".into()));
                 }
                 b
             }
@@ -357,8 +337,7 @@ impl TcpConfig {
             return Err(bad(
                 "min_rto",
                 format!("\"{}\"", self.min_rto),
-                "must be > 0, e.g. \"1ms\" (a zero floor makes every queueing delay a timeout)"
-                    .into(),
+                "must be > 0, e.g. \"1ms\" (a zero floor makes every queueing delay a timeout)".into(),
             ));
         }
         if self.max_rto < self.min_rto {
@@ -378,32 +357,16 @@ impl TcpConfig {
             }
         }
         if self.dupack_threshold == 0 {
-            return Err(bad(
-                "dupack_threshold",
-                "0".into(),
-                "must be at least 1 (3 is standard)".into(),
-            ));
+            return Err(bad("dupack_threshold", "0".into(), "must be at least 1 (3 is standard)".into()));
         }
         if self.delayed_ack_timeout == Time::ZERO {
-            return Err(bad(
-                "delayed_ack_timeout",
-                "\"0ps\"".into(),
-                "must be > 0, e.g. \"40us\"".into(),
-            ));
+            return Err(bad("delayed_ack_timeout", "\"0ps\"".into(), "must be > 0, e.g. \"40us\"".into()));
         }
         if !(self.g > 0.0 && self.g <= 1.0) {
-            return Err(bad(
-                "g",
-                self.g.to_string(),
-                "must be in (0, 1]; DCTCP uses 1/16 = 0.0625".into(),
-            ));
+            return Err(bad("g", self.g.to_string(), "must be in (0, 1]; DCTCP uses 1/16 = 0.0625".into()));
         }
         if !(0.0..=1.0).contains(&self.init_alpha) {
-            return Err(bad(
-                "init_alpha",
-                self.init_alpha.to_string(),
-                "must be in [0, 1]".into(),
-            ));
+            return Err(bad("init_alpha", self.init_alpha.to_string(), "must be in [0, 1]".into()));
         }
         let ecn = self.ecn.unwrap_or(dctcp);
         if dctcp && !ecn {
@@ -479,11 +442,7 @@ pub enum TcpConfigError {
     /// (from [`crate::config::from_table`], which names the field).
     Parse(FieldError),
     /// A well-formed value outside its range; `fix` says what to write instead.
-    OutOfRange {
-        field: String,
-        value: String,
-        fix: String,
-    },
+    OutOfRange { field: String, value: String, fix: String },
     /// The network description makes TCP impossible.
     Network { field: String, msg: String },
 }
@@ -524,9 +483,7 @@ impl<'de> Visitor<'de> for TimeVisitor {
         Ok(Time(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Time, E> {
-        u64::try_from(v)
-            .map(Time)
-            .map_err(|_| E::custom(format!("time {v} is negative")))
+        u64::try_from(v).map(Time).map_err(|_| E::custom(format!("time {v} is negative")))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Time, E> {
         if v.is_finite() && v >= 0.0 && v <= u64::MAX as f64 {
@@ -559,9 +516,7 @@ impl<'de> Visitor<'de> for WindowVisitor {
         Ok(Window::Packets(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Window, E> {
-        u64::try_from(v)
-            .map(Window::Packets)
-            .map_err(|_| E::custom(format!("window {v} is negative")))
+        u64::try_from(v).map(Window::Packets).map_err(|_| E::custom(format!("window {v} is negative")))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Window, E> {
         Bytes::parse(v).map(Window::Size).map_err(E::custom)
@@ -609,15 +564,7 @@ fn range_insert(v: &mut Vec<(u64, u64)>, a: u64, b: u64) -> u64 {
     (b - a) - covered
 }
 
-fn ack_packet(
-    cx: &FlowCtx,
-    ack: u64,
-    block: (u64, u64),
-    covered: u64,
-    ece: bool,
-    ts: Time,
-    data_prio: u8,
-) -> Packet {
+fn ack_packet(cx: &FlowCtx, ack: u64, block: (u64, u64), covered: u64, ece: bool, ts: Time, data_prio: u8) -> Packet {
     let mut aux2 = covered.min(ACK_COVERED_MASK as u64) as u32;
     if ece {
         aux2 |= ACK_ECE;
@@ -707,10 +654,7 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(flow: &FlowInfo, p: &TcpParams) -> TcpSender {
-        let rto = p
-            .initial_rto
-            .unwrap_or_else(|| p.min_rto.max(flow.base_rtt * 3))
-            .min(p.max_rto);
+        let rto = p.initial_rto.unwrap_or_else(|| p.min_rto.max(flow.base_rtt * 3)).min(p.max_rto);
         TcpSender {
             id: flow.id,
             size: flow.size.0,
@@ -822,10 +766,7 @@ impl TcpSender {
         self.una >= self.size && self.max >= self.size
     }
     pub fn stats(&self) -> FlowStats {
-        FlowStats {
-            retx_bytes: self.retx_bytes,
-            timeouts: self.timeouts,
-        }
+        FlowStats { retx_bytes: self.retx_bytes, timeouts: self.timeouts }
     }
 
     // ---- driving ----
@@ -948,8 +889,7 @@ impl TcpSender {
                 Recovery::Sack => {}
                 Recovery::Open => {
                     if self.una >= self.recover
-                        && (self.dupacks >= p.dupack_threshold
-                            || (p.sack && self.is_lost(p, self.una)))
+                        && (self.dupacks >= p.dupack_threshold || (p.sack && self.is_lost(p, self.una)))
                     {
                         self.enter_recovery(cx);
                         return;
@@ -1340,23 +1280,11 @@ impl TcpReceiver {
         if self.ooo.is_empty() {
             return (self.rcv_nxt, self.rcv_nxt);
         }
-        self.ooo
-            .iter()
-            .copied()
-            .find(|&(a, b)| a <= s && s < b)
-            .unwrap_or(self.ooo[0])
+        self.ooo.iter().copied().find(|&(a, b)| a <= s && s < b).unwrap_or(self.ooo[0])
     }
 
     fn send_ack(&mut self, cx: &mut FlowCtx, block: (u64, u64)) {
-        let pkt = ack_packet(
-            cx,
-            self.rcv_nxt,
-            block,
-            self.pend_bytes,
-            self.pend_ce,
-            self.pend_ts,
-            self.pend_prio,
-        );
+        let pkt = ack_packet(cx, self.rcv_nxt, block, self.pend_bytes, self.pend_ce, self.pend_ts, self.pend_prio);
         cx.out.send(pkt);
         self.pend_bytes = 0;
         if self.delack.is_armed() {
@@ -1415,12 +1343,7 @@ impl TcpReceiver {
             cx.out.complete(cx.flow.id);
         }
         let hole_fill = had_ooo && self.rcv_nxt > before;
-        let immediate = !p.delayed_ack
-            || ooo_seg
-            || hole_fill
-            || dup
-            || self.complete
-            || self.pend_bytes >= 2 * p.mss;
+        let immediate = !p.delayed_ack || ooo_seg || hole_fill || dup || self.complete || self.pend_bytes >= 2 * p.mss;
         if immediate {
             let b = self.sack_block(s);
             self.send_ack(cx, b);
@@ -1456,15 +1379,7 @@ fn overlap(v: &[(u64, u64)], a: u64, b: u64) -> u64 {
 /// ACK a data packet that arrives after the receiver completed (and freed its state).
 pub fn ack_after_completion(cx: &mut FlowCtx, pkt: &Packet) {
     let size = cx.flow.size.0;
-    let p = ack_packet(
-        cx,
-        size,
-        (size, size),
-        pkt.payload as u64,
-        pkt.ecn == Ecn::Ce,
-        pkt.ts,
-        pkt.prio,
-    );
+    let p = ack_packet(cx, size, (size, size), pkt.payload as u64, pkt.ecn == Ecn::Ce, pkt.ts, pkt.prio);
     cx.out.send(p);
 }
 
@@ -1497,22 +1412,14 @@ pub struct Tcp {
 impl Tcp {
     /// Build from the scenario's `[transport]` table (without `protocol`); `dctcp` selects
     /// the DCTCP window law and ECN by default.
-    pub fn from_config(
-        cfg: &serde_json::Value,
-        net: &NetInfo,
-        dctcp: bool,
-    ) -> Result<Tcp, TcpConfigError> {
+    pub fn from_config(cfg: &serde_json::Value, net: &NetInfo, dctcp: bool) -> Result<Tcp, TcpConfigError> {
         let params = TcpConfig::parse(cfg)?.resolve(net, dctcp)?;
         Ok(Tcp::new(params))
     }
 
     pub fn new(params: TcpParams) -> Tcp {
         let policy = Box::new(ConstPrio(params.prio));
-        Tcp {
-            params,
-            policy,
-            slots: Vec::new(),
-        }
+        Tcp { params, policy, slots: Vec::new() }
     }
 
     /// Replace the constant-priority policy.
@@ -1543,18 +1450,12 @@ impl Tcp {
 
     /// The receiver of `flow` holds every byte.
     pub fn receiver_complete(&self, flow: FlowId) -> bool {
-        matches!(
-            self.slots.get(flow as usize).map(|s| &s.rcv),
-            Some(Half::Done)
-        )
+        matches!(self.slots.get(flow as usize).map(|s| &s.rcv), Some(Half::Done))
     }
 
     /// The sender of `flow` has every byte acknowledged.
     pub fn sender_done(&self, flow: FlowId) -> bool {
-        matches!(
-            self.slots.get(flow as usize).map(|s| &s.snd),
-            Some(Half::Done)
-        )
+        matches!(self.slots.get(flow as usize).map(|s| &s.snd), Some(Half::Done))
     }
 
     #[inline]
@@ -1587,13 +1488,8 @@ impl Transport for Tcp {
         let id = flow as usize;
         self.ensure(ctx.flows.len());
         let info = &ctx.flows[id];
-        let mut cx = FlowCtx {
-            now: ctx.now,
-            flow: info,
-            params: &self.params,
-            policy: &*self.policy,
-            out: &mut *ctx.out,
-        };
+        let mut cx =
+            FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let mut s = Box::new(TcpSender::new(info, &self.params));
         s.start(&mut cx);
         let slot = &mut self.slots[id];
@@ -1608,13 +1504,8 @@ impl Transport for Tcp {
         }
         self.ensure(ctx.flows.len());
         let info = &ctx.flows[id];
-        let mut cx = FlowCtx {
-            now: ctx.now,
-            flow: info,
-            params: &self.params,
-            policy: &*self.policy,
-            out: &mut *ctx.out,
-        };
+        let mut cx =
+            FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let slot = &mut self.slots[id];
         match pkt.kind {
             KIND_DATA => {
@@ -1656,13 +1547,8 @@ impl Transport for Tcp {
             return;
         }
         let info = &ctx.flows[id];
-        let mut cx = FlowCtx {
-            now: ctx.now,
-            flow: info,
-            params: &self.params,
-            policy: &*self.policy,
-            out: &mut *ctx.out,
-        };
+        let mut cx =
+            FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let slot = &mut self.slots[id];
         match kind {
             TIMER_RTO => {
@@ -1682,10 +1568,7 @@ impl Transport for Tcp {
 
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         match self.slots.get(flow as usize) {
-            Some(Slot {
-                snd: Half::Active(s),
-                ..
-            }) => s.stats(),
+            Some(Slot { snd: Half::Active(s), .. }) => s.stats(),
             Some(slot) => slot.stats,
             None => FlowStats::default(),
         }
@@ -1739,21 +1622,12 @@ mod tests {
     impl H {
         fn new(cfg: serde_json::Value, dctcp: bool, sizes: &[u64]) -> H {
             let tcp = Tcp::from_config(&cfg, &net(), dctcp).expect("valid config");
-            let flows = sizes
-                .iter()
-                .enumerate()
-                .map(|(i, &s)| flow(i as FlowId, 0, 1, s))
-                .collect();
+            let flows = sizes.iter().enumerate().map(|(i, &s)| flow(i as FlowId, 0, 1, s)).collect();
             H { tcp, flows }
         }
         fn call(&mut self, now: Time, host: NodeId, f: impl FnOnce(&mut Tcp, &mut Ctx)) -> Actions {
             let mut out = Actions::new();
-            let mut ctx = Ctx {
-                now,
-                host,
-                flows: &self.flows,
-                out: &mut out,
-            };
+            let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
             f(&mut self.tcp, &mut ctx);
             out
         }
@@ -1827,10 +1701,7 @@ mod tests {
         // One RTO timer at max(min_rto, 3 x base RTT) = 1 ms.
         assert_eq!(a.timers.len(), 1);
         assert_eq!(a.timers[0].0, Time::ms(1));
-        assert_eq!(
-            untoken(a.timers[0].1),
-            (0, TIMER_RTO, untoken(a.timers[0].1).2)
-        );
+        assert_eq!(untoken(a.timers[0].1), (0, TIMER_RTO, untoken(a.timers[0].1).2));
         assert_eq!(h.snd(0).cwnd(), 10 * MSS);
 
         let mut h = H::new(json!({"init_cwnd": 4, "prio": 2}), true, &[100 * MSS]);
@@ -1862,18 +1733,10 @@ mod tests {
                 t += Time::us(10);
                 let acks = h.deliver_data(t, &data);
                 if delayed {
-                    assert_eq!(
-                        acks.len(),
-                        data.len() / 2,
-                        "delayed ACKs: one per two segments"
-                    );
+                    assert_eq!(acks.len(), data.len() / 2, "delayed ACKs: one per two segments");
                 }
                 data = h.deliver_acks(t + Time::us(5), &acks);
-                assert_eq!(
-                    h.snd(0).cwnd(),
-                    (10 << round) * MSS,
-                    "round {round}, delayed {delayed}"
-                );
+                assert_eq!(h.snd(0).cwnd(), (10 << round) * MSS, "round {round}, delayed {delayed}");
                 assert_eq!(data.len() as u64, 10 << round, "round {round}");
             }
         }
@@ -1905,10 +1768,7 @@ mod tests {
         // First ACK advances: slow start sends two more (segments 10, 11).
         let mut more = h.deliver_acks(t, &acks[..1]);
         assert_eq!(seqs(&more), vec![10, 11]);
-        assert!(
-            h.deliver_acks(t, &acks[1..3]).is_empty(),
-            "two dupacks: nothing"
-        );
+        assert!(h.deliver_acks(t, &acks[1..3]).is_empty(), "two dupacks: nothing");
         let r = h.deliver_acks(t, &acks[3..4]);
         assert_eq!(r.len(), 1, "third dupack: exactly one retransmission");
         assert_eq!(r[0].seq, MSS);
@@ -1917,18 +1777,10 @@ mod tests {
         assert_eq!(s.recovery(), Recovery::NewReno);
         let flight = 11 * MSS; // snd_max 12 MSS - snd_una 1 MSS
         assert_eq!(s.ssthresh(), flight / 2, "ssthresh = FlightSize / 2");
-        assert_eq!(
-            s.cwnd(),
-            flight / 2 + 3 * MSS,
-            "inflated by the three dupacks"
-        );
+        assert_eq!(s.cwnd(), flight / 2 + 3 * MSS, "inflated by the three dupacks");
         // More dupacks inflate; what is sent is new data only.
         let later = h.deliver_acks(t, &acks[4..]);
-        assert!(
-            later.iter().all(|p| p.seq >= 12 * MSS),
-            "{:?}",
-            seqs(&later)
-        );
+        assert!(later.iter().all(|p| p.seq >= 12 * MSS), "{:?}", seqs(&later));
         more.extend(later);
         // Deliver the new segments (more dupacks), then the retransmission: full ACK.
         let acks2 = h.deliver_data(t, &more);
@@ -1938,11 +1790,7 @@ mod tests {
         h.deliver_acks(t + Time::us(10), &full);
         let s = h.snd(0);
         assert_eq!(s.recovery(), Recovery::Open);
-        assert!(
-            s.cwnd() <= flight / 2,
-            "window halved after recovery: {}",
-            s.cwnd()
-        );
+        assert!(s.cwnd() <= flight / 2, "window halved after recovery: {}", s.cwnd());
         assert_eq!(s.retx_bytes(), MSS);
         assert_eq!(s.fast_retransmits(), 1);
     }
@@ -1952,11 +1800,7 @@ mod tests {
         let mut h = H::new(json!({ "sack": false }), false, &[1000 * MSS]);
         let w = h.start(Time::ZERO, 0).sends;
         let t = Time::us(10);
-        let delivered: Vec<Packet> = w
-            .iter()
-            .copied()
-            .filter(|p| p.seq != MSS && p.seq != 4 * MSS)
-            .collect();
+        let delivered: Vec<Packet> = w.iter().copied().filter(|p| p.seq != MSS && p.seq != 4 * MSS).collect();
         let acks = h.deliver_data(t, &delivered);
         let mut sent = Vec::new();
         for a in &acks {
@@ -1969,11 +1813,7 @@ mod tests {
         let partial = h.deliver_data(t + Time::us(10), &[*retx[0]]);
         assert_eq!(partial[0].ack, 4 * MSS);
         let r = h.deliver_acks(t + Time::us(10), &partial);
-        assert_eq!(
-            r[0].seq,
-            4 * MSS,
-            "partial ACK retransmits the next hole at once"
-        );
+        assert_eq!(r[0].seq, 4 * MSS, "partial ACK retransmits the next hole at once");
         assert_ne!(r[0].aux2 & DATA_RETX, 0);
         assert_eq!(h.snd(0).recovery(), Recovery::NewReno, "still in recovery");
     }
@@ -1984,27 +1824,14 @@ mod tests {
             let mut sim = Sim::new(json!({ "sack": sack }), false, &[60 * MSS]);
             sim.drop_first = vec![2 * MSS, 5 * MSS, 7 * MSS];
             sim.run(Time::ms(100));
-            let retx: Vec<u64> = sim
-                .sent
-                .iter()
-                .filter(|p| p.aux2 & DATA_RETX != 0)
-                .map(|p| p.seq / MSS)
-                .collect();
+            let retx: Vec<u64> = sim.sent.iter().filter(|p| p.aux2 & DATA_RETX != 0).map(|p| p.seq / MSS).collect();
             if sack {
-                assert_eq!(
-                    retx,
-                    vec![2, 5, 7],
-                    "SACK retransmits exactly the three holes"
-                );
+                assert_eq!(retx, vec![2, 5, 7], "SACK retransmits exactly the three holes");
             } else {
                 let mut r = retx.clone();
                 r.sort();
                 r.dedup();
-                assert_eq!(
-                    r.len(),
-                    retx.len(),
-                    "NewReno retransmits each segment once: {retx:?}"
-                );
+                assert_eq!(r.len(), retx.len(), "NewReno retransmits each segment once: {retx:?}");
                 assert!([2, 5, 7].iter().all(|s| retx.contains(s)), "{retx:?}");
             }
             assert_eq!(sim.completions.len(), 1);
@@ -2021,11 +1848,7 @@ mod tests {
         let t = Time::us(10);
         let delivered: Vec<Packet> = w.iter().copied().filter(|p| p.seq != 2 * MSS).collect();
         let acks = h.deliver_data(t, &delivered);
-        assert_eq!(
-            (acks[2].seq, acks[2].aux),
-            (3 * MSS, 4 * MSS),
-            "SACK block of the triggering segment"
-        );
+        assert_eq!((acks[2].seq, acks[2].aux), (3 * MSS, 4 * MSS), "SACK block of the triggering segment");
         let mut sent = Vec::new();
         for a in &acks {
             sent.extend(h.deliver_acks(t, std::slice::from_ref(a)));
@@ -2034,11 +1857,7 @@ mod tests {
         assert_eq!(s.recovery(), Recovery::Sack);
         assert_eq!(s.cwnd(), s.ssthresh());
         assert_eq!(s.fast_retransmits(), 1);
-        let retx: Vec<u64> = sent
-            .iter()
-            .filter(|p| p.seq < 10 * MSS)
-            .map(|p| p.seq / MSS)
-            .collect();
+        let retx: Vec<u64> = sent.iter().filter(|p| p.seq < 10 * MSS).map(|p| p.seq / MSS).collect();
         assert_eq!(retx, vec![2]);
     }
 
@@ -2073,13 +1892,7 @@ mod tests {
         assert_eq!(s.cwnd(), MSS);
         assert_eq!(s.ssthresh(), 5 * MSS, "ssthresh kept on a repeated timeout");
         let st = h.tcp.flow_stats(0);
-        assert_eq!(
-            st,
-            FlowStats {
-                retx_bytes: 2 * MSS,
-                timeouts: 2
-            }
-        );
+        assert_eq!(st, FlowStats { retx_bytes: 2 * MSS, timeouts: 2 });
     }
 
     #[test]
@@ -2091,11 +1904,7 @@ mod tests {
         let acks = h.deliver_data(Time::us(50), &a.sends[..1]);
         let r = h.deliver(Time::us(100), &acks[0]);
         assert!(r.timers.is_empty(), "lazy re-arm: no timer per ACK");
-        assert_eq!(
-            h.snd(0).srtt(),
-            Some(Time::us(100)),
-            "RTT from the timestamp echo"
-        );
+        assert_eq!(h.snd(0).srtt(), Some(Time::us(100)), "RTT from the timestamp echo");
         // The old event fires at 1 ms: no timeout, one re-arm at the new deadline.
         let b = h.fire(t1, 0, tok1);
         assert!(b.sends.is_empty());
@@ -2103,10 +1912,7 @@ mod tests {
         assert_eq!(b.timers.len(), 1);
         let (t2, tok2) = b.timers[0];
         assert_eq!(t2, Time::us(1100));
-        assert!(
-            h.fire(t1, 0, tok1).timers.is_empty(),
-            "stale generation ignored"
-        );
+        assert!(h.fire(t1, 0, tok1).timers.is_empty(), "stale generation ignored");
         let c = h.fire(t2, 0, tok2);
         assert_eq!(h.snd(0).timeouts(), 1);
         assert_eq!(c.sends[0].seq, MSS);
@@ -2135,11 +1941,7 @@ mod tests {
         let mut h = H::new(json!({}), true, &[100 * MSS]);
         let w = h.start(Time::ZERO, 0).sends;
         let marked = [3usize, 7];
-        let d: Vec<Packet> = w
-            .iter()
-            .enumerate()
-            .map(|(i, p)| if marked.contains(&i) { ce(*p) } else { *p })
-            .collect();
+        let d: Vec<Packet> = w.iter().enumerate().map(|(i, p)| if marked.contains(&i) { ce(*p) } else { *p }).collect();
         let acks = h.deliver_data(Time::us(10), &d);
         assert_eq!(acks.len(), 10);
         for (i, a) in acks.iter().enumerate() {
@@ -2167,31 +1969,19 @@ mod tests {
         assert_eq!(a1.timers[0].0, t + Time::us(40));
         let a2 = h.deliver(t, &w[1]);
         assert_eq!(a2.sends.len(), 1);
-        assert_eq!(
-            (a2.sends[0].ack, covered(&a2.sends[0]), ece(&a2.sends[0])),
-            (2 * MSS, 2 * MSS, false)
-        );
+        assert_eq!((a2.sends[0].ack, covered(&a2.sends[0]), ece(&a2.sends[0])), (2 * MSS, 2 * MSS, false));
         assert!(h.deliver(t, &ce(w[2])).sends.is_empty());
         let a4 = h.deliver(t, &ce(w[3])).sends;
-        assert_eq!(
-            (a4[0].ack, covered(&a4[0]), ece(&a4[0])),
-            (4 * MSS, 2 * MSS, true)
-        );
+        assert_eq!((a4[0].ack, covered(&a4[0]), ece(&a4[0])), (4 * MSS, 2 * MSS, true));
         assert!(h.deliver(t, &ce(w[4])).sends.is_empty());
         // CE state changes with one CE packet pending: ACK it at once, with ECE.
         let a6 = h.deliver(t, &w[5]);
         assert_eq!(a6.sends.len(), 1);
-        assert_eq!(
-            (a6.sends[0].ack, covered(&a6.sends[0]), ece(&a6.sends[0])),
-            (5 * MSS, MSS, true)
-        );
+        assert_eq!((a6.sends[0].ack, covered(&a6.sends[0]), ece(&a6.sends[0])), (5 * MSS, MSS, true));
         let (at, tok) = a6.timers[0];
         let a7 = h.fire(at, 1, tok);
         assert_eq!(a7.sends.len(), 1, "delayed-ACK timeout");
-        assert_eq!(
-            (a7.sends[0].ack, covered(&a7.sends[0]), ece(&a7.sends[0])),
-            (6 * MSS, MSS, false)
-        );
+        assert_eq!((a7.sends[0].ack, covered(&a7.sends[0]), ece(&a7.sends[0])), (6 * MSS, MSS, false));
         // The first timer (cancelled by the ACK of segment 2) is stale.
         assert!(h.fire(a1.timers[0].0, 1, a1.timers[0].1).sends.is_empty());
         // Out-of-order data is ACKed at once.
@@ -2204,26 +1994,14 @@ mod tests {
             let g = 1.0 / 16.0;
             let mut h = H::new(json!({ "init_alpha": init_alpha }), true, &[1000 * MSS]);
             let w = h.start(Time::ZERO, 0).sends;
-            let d: Vec<Packet> = w
-                .iter()
-                .enumerate()
-                .map(|(i, p)| if i >= 7 { ce(*p) } else { *p })
-                .collect();
+            let d: Vec<Packet> = w.iter().enumerate().map(|(i, p)| if i >= 7 { ce(*p) } else { *p }).collect();
             let acks = h.deliver_data(Time::us(10), &d);
             h.deliver_acks(Time::us(20), &acks[..9]);
-            assert_eq!(
-                h.snd(0).alpha(),
-                init_alpha,
-                "no update before the window is acknowledged"
-            );
+            assert_eq!(h.snd(0).alpha(), init_alpha, "no update before the window is acknowledged");
             h.deliver_acks(Time::us(20), &acks[9..]);
             let f = 3.0 / 10.0;
             let want = (1.0 - g) * init_alpha + g * f;
-            assert!(
-                (h.snd(0).alpha() - want).abs() < 1e-12,
-                "{} vs {want}",
-                h.snd(0).alpha()
-            );
+            assert!((h.snd(0).alpha() - want).abs() < 1e-12, "{} vs {want}", h.snd(0).alpha());
         }
     }
 
@@ -2241,13 +2019,7 @@ mod tests {
         let mut s = h.snd(0).clone();
         let mut out = Actions::new();
         let p = h.tcp.params().clone();
-        let mut cx = FlowCtx {
-            now: Time::us(20),
-            flow: &h.flows[0],
-            params: &p,
-            policy: &ConstPrio(0),
-            out: &mut out,
-        };
+        let mut cx = FlowCtx { now: Time::us(20), flow: &h.flows[0], params: &p, policy: &ConstPrio(0), out: &mut out };
         s.on_ack(&mut cx, &acks[3]);
         assert!((s.alpha() - 365.0 / size as f64).abs() < 1e-12);
     }
@@ -2261,11 +2033,7 @@ mod tests {
         h.deliver_acks(Time::us(20), &acks[..1]);
         let s = h.snd(0);
         assert_eq!(s.ecn_cuts(), 1);
-        assert_eq!(
-            s.cwnd(),
-            (10.0 * MSS as f64 * 0.75) as u64,
-            "cwnd x (1 - alpha/2)"
-        );
+        assert_eq!(s.cwnd(), (10.0 * MSS as f64 * 0.75) as u64, "cwnd x (1 - alpha/2)");
         assert_eq!(s.ssthresh(), s.cwnd());
         assert!(s.in_cwr());
         h.deliver_acks(Time::us(20), &acks[1..9]);
@@ -2320,11 +2088,7 @@ mod tests {
             let a = h.deliver(t, &w[i]);
             assert!(a.completions.is_empty(), "segment 1 is still missing");
             assert_eq!(a.sends[0].ack, ack);
-            assert_eq!(
-                (a.sends[0].seq, a.sends[0].aux),
-                block,
-                "SACK block for segment {i}"
-            );
+            assert_eq!((a.sends[0].seq, a.sends[0].aux), block, "SACK block for segment {i}");
         }
         let a = h.call(t, 1, |tcp, c| tcp.on_packet(c, &w[1]));
         assert_eq!(a.completions, vec![0], "completed at the receiving host");
@@ -2368,18 +2132,12 @@ mod tests {
     #[test]
     fn priority_policy_chooses_each_packet_class() {
         let mut h = H::new(json!({}), false, &[100 * MSS]);
-        h.tcp = Tcp::from_config(&json!({}), &net(), false)
-            .unwrap()
-            .with_priority_policy(Box::new(Demote));
+        h.tcp = Tcp::from_config(&json!({}), &net(), false).unwrap().with_priority_policy(Box::new(Demote));
         let w = h.start(Time::ZERO, 0).sends;
         let prios: Vec<u8> = w.iter().map(|p| p.prio).collect();
         assert_eq!(prios, vec![0, 0, 3, 3, 3, 3, 3, 3, 3, 3]);
         let acks = h.deliver_data(Time::us(10), &w[..3]);
-        assert_eq!(
-            acks.iter().map(|a| a.prio).collect::<Vec<_>>(),
-            vec![0, 0, 3],
-            "ACKs follow their data"
-        );
+        assert_eq!(acks.iter().map(|a| a.prio).collect::<Vec<_>>(), vec![0, 0, 3], "ACKs follow their data");
     }
 
     // ---------------------------------------------------------------- config
@@ -2426,9 +2184,7 @@ mod tests {
 
     #[test]
     fn config_errors_name_the_field() {
-        let err = |v: serde_json::Value, dctcp: bool| {
-            Tcp::from_config(&v, &net(), dctcp).err().expect("an error")
-        };
+        let err = |v: serde_json::Value, dctcp: bool| Tcp::from_config(&v, &net(), dctcp).err().expect("an error");
         let cases = [
             (json!({"min_rtt": "1ms"}), false, "transport.min_rtt"),
             (json!({"min_rto": "0us"}), false, "transport.min_rto"),
@@ -2440,29 +2196,19 @@ mod tests {
             (json!({"ecn": false}), true, "transport.ecn"),
             (json!({"prio": 8}), false, "transport.prio"),
             (json!({"max_cwnd": 5}), false, "transport.max_cwnd"),
-            (
-                json!({"dupack_threshold": 0}),
-                false,
-                "transport.dupack_threshold",
-            ),
+            (json!({"dupack_threshold": 0}), false, "transport.dupack_threshold"),
             (json!({"sack": "yes"}), false, "transport.sack"),
         ];
         for (v, dctcp, field) in cases {
             let e = err(v.clone(), dctcp);
             assert_eq!(e.field(), field, "{v}: {e}");
-            assert!(
-                e.to_string().starts_with(field),
-                "message names the field: {e}"
-            );
+            assert!(e.to_string().starts_with(field), "message names the field: {e}");
         }
         assert_eq!(err(json!([1, 2]), false).field(), "transport");
         let e = err(json!({"min_rto": "0us"}), false).to_string();
         assert!(e.contains("must be > 0"), "{e}");
         let e = err(json!({"bogus": 1}), false).to_string();
-        assert!(
-            e.contains("min_rto") && e.contains("unknown field"),
-            "lists the known fields: {e}"
-        );
+        assert!(e.contains("min_rto") && e.contains("unknown field"), "lists the known fields: {e}");
     }
 
     // ---------------------------------------------------------------- end to end
@@ -2535,8 +2281,7 @@ mod tests {
         fn apply(&mut self, host: NodeId, a: Actions) {
             for mut p in a.sends {
                 assert_eq!(p.src, host, "a host only sends its own packets");
-                let depart =
-                    self.now.max(self.nic_free[host as usize]) + self.rate.tx_time(p.wire());
+                let depart = self.now.max(self.nic_free[host as usize]) + self.rate.tx_time(p.wire());
                 self.nic_free[host as usize] = depart;
                 let mut arrive = depart + self.delay;
                 if self.jitter > 0 {
@@ -2630,20 +2375,12 @@ mod tests {
                 sim.data_loss = 0.03;
                 sim.ack_loss = 0.03;
                 sim.ce_prob = if dctcp { 0.2 } else { 0.0 };
-                sim.jitter = if seed.is_multiple_of(2) {
-                    Time::us(3).0
-                } else {
-                    0
-                };
+                sim.jitter = if seed.is_multiple_of(2) { Time::us(3).0 } else { 0 };
                 sim.run(Time::ms(2000));
                 let ctx = format!("seed {seed} dctcp {dctcp} sack {sack} delayed {delayed}");
                 let mut done: Vec<FlowId> = sim.completions.iter().map(|c| c.1).collect();
                 done.sort();
-                assert_eq!(
-                    done,
-                    vec![0, 1, 2, 3, 4],
-                    "each flow completes exactly once ({ctx})"
-                );
+                assert_eq!(done, vec![0, 1, 2, 3, 4], "each flow completes exactly once ({ctx})");
                 for &(_, f, host) in &sim.completions {
                     assert_eq!(host, sim.h.flows[f as usize].dst, "{ctx}");
                 }

@@ -31,25 +31,15 @@ pub struct ShippedCdf {
 impl ShippedCdf {
     /// Parse the compiled-in file with the given reading.
     pub fn load(&self, reading: Reading) -> Result<EmpiricalCdf, CdfError> {
-        let opts = CdfOptions {
-            format: self.format,
-            unit: self.unit,
-            packet_size: None,
-            reading,
-        };
+        let opts = CdfOptions { format: self.format, unit: self.unit, packet_size: None, reading };
         EmpiricalCdf::parse_with_tail(self.text, &opts, self.tail)
     }
 }
 
 /// Homa W1 (Facebook memcached) beyond CDF 0.47: HomaSimulation's generalized Pareto,
 /// k = 0.348238, sigma = 214.476, from 15 B, capped at 2^30 B (workloads README).
-pub const W1_TAIL: ParetoTail = ParetoTail {
-    from_cdf: 0.47,
-    location: 15.0,
-    shape: 0.348238,
-    scale: 214.476,
-    cap: 1_073_741_824.0,
-};
+pub const W1_TAIL: ParetoTail =
+    ParetoTail { from_cdf: 0.47, location: 15.0, shape: 0.348238, scale: 214.476, cap: 1_073_741_824.0 };
 
 macro_rules! data {
     ($f:literal) => {
@@ -66,17 +56,7 @@ const fn shipped(
     reading: Reading,
     description: &'static str,
 ) -> ShippedCdf {
-    ShippedCdf {
-        name,
-        aliases,
-        file: file.0,
-        text: file.1,
-        format,
-        unit,
-        reading,
-        tail: None,
-        description,
-    }
+    ShippedCdf { name, aliases, file: file.0, text: file.1, format, unit, reading, tail: None, description }
 }
 
 use CdfFormat::{Homa, Ns2, Pct};
@@ -127,9 +107,7 @@ pub const SHIPPED: &[ShippedCdf] = &[
 
 /// Look a shipped CDF up by name or alias (ASCII case-insensitive).
 pub fn find(name: &str) -> Option<&'static ShippedCdf> {
-    SHIPPED.iter().find(|c| {
-        c.name.eq_ignore_ascii_case(name) || c.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
-    })
+    SHIPPED.iter().find(|c| c.name.eq_ignore_ascii_case(name) || c.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
 }
 
 /// Canonical names of the shipped CDFs.
@@ -155,12 +133,7 @@ mod tests {
         ("webserver", Some(62.2e3), Some(62874.27), Some(81.5)),
         ("webserver_xpass", Some(66.1e3), Some(85.9e3), Some(80.9)),
         ("cachefollower", Some(686.9e3), Some(692975.6), Some(53.3)),
-        (
-            "cachefollower_xpass",
-            Some(712.6e3),
-            Some(802.9e3),
-            Some(52.0),
-        ),
+        ("cachefollower_xpass", Some(712.6e3), Some(802.9e3), Some(52.0)),
         ("hadoop", Some(120.4e3), Some(183.9e3), Some(88.5)),
         ("memcached_w1", None, Some(185.0), Some(100.0)),
         ("google_search_rpc", None, Some(440.8), Some(100.0)),
@@ -175,20 +148,13 @@ mod tests {
     #[test]
     fn every_shipped_cdf_is_in_the_readme_table_and_parses() {
         for c in SHIPPED {
-            assert!(
-                README.iter().any(|r| r.0 == c.name),
-                "{} has no README row in this test",
-                c.name
-            );
-            c.load(c.reading)
-                .unwrap_or_else(|e| panic!("{}: {e:?}", c.name));
+            assert!(README.iter().any(|r| r.0 == c.name), "{} has no README row in this test", c.name);
+            c.load(c.reading).unwrap_or_else(|e| panic!("{}: {e:?}", c.name));
         }
         assert_eq!(README.len(), SHIPPED.len());
         // Names and aliases are unique.
-        let mut all: Vec<&str> = SHIPPED
-            .iter()
-            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
-            .collect();
+        let mut all: Vec<&str> =
+            SHIPPED.iter().flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied())).collect();
         let n = all.len();
         all.sort_unstable();
         all.dedup();
@@ -203,11 +169,7 @@ mod tests {
                 let Some(want) = want else { continue };
                 let got = c.load(reading).unwrap().mean_bytes();
                 let err = (got - want).abs() / want;
-                assert!(
-                    err < 0.005,
-                    "{name} {reading:?}: mean {got:.1} B, README {want} B ({:.2}%)",
-                    err * 100.0
-                );
+                assert!(err < 0.005, "{name} {reading:?}: mean {got:.1} B, README {want} B ({:.2}%)", err * 100.0);
             }
         }
     }
@@ -218,12 +180,7 @@ mod tests {
             let cdf = c.load(Reading::Step).unwrap();
             let declared = cdf.declared_mean().unwrap();
             let err = (cdf.mean_bytes() - declared).abs() / declared;
-            assert!(
-                err < 0.005,
-                "{}: computed {:.1}, header {declared:.1}",
-                c.name,
-                cdf.mean_bytes()
-            );
+            assert!(err < 0.005, "{}: computed {:.1}, header {declared:.1}", c.name, cdf.mean_bytes());
         }
     }
 
@@ -235,33 +192,21 @@ mod tests {
             let cdf = shipped.load(shipped.reading).unwrap();
             let mut rng = Rng::new(0x5eed ^ name.len() as u64);
             let draws: Vec<u64> = (0..N).map(|_| cdf.sample(&mut rng).0).collect();
-            assert!(
-                draws.iter().all(|&s| s >= 1 && s <= cdf.max_bytes()),
-                "{name}"
-            );
+            assert!(draws.iter().all(|&s| s >= 1 && s <= cdf.max_bytes()), "{name}");
             let mean = cdf.mean_bytes();
             // Light-tailed enough that 200k draws pin the mean to well within 3%: the
             // standard error sqrt(var/N) is below 0.75% of the mean.
             let sd = (cdf.second_moment() - mean * mean).max(0.0).sqrt();
             if sd / (N as f64).sqrt() < 0.0075 * mean {
                 let emp = draws.iter().map(|&s| s as f64).sum::<f64>() / N as f64;
-                assert!(
-                    (emp - mean).abs() / mean < 0.03,
-                    "{name}: sample mean {emp:.1} vs {mean:.1}"
-                );
+                assert!((emp - mean).abs() / mean < 0.03, "{name}: sample mean {emp:.1} vs {mean:.1}");
             }
             // Every CDF (heavy tails included): the fraction of small flows.
             let below = draws.iter().filter(|&&s| s < 100_000).count() as f64 / N as f64 * 100.0;
             let exact = cdf.fraction_below(Bytes(100_000)) * 100.0;
-            assert!(
-                (below - exact).abs() < 0.5,
-                "{name}: {below:.2}% of draws < 100 KB, computed {exact:.2}%"
-            );
+            assert!((below - exact).abs() < 0.5, "{name}: {below:.2}% of draws < 100 KB, computed {exact:.2}%");
             if let Some(p) = pct_small {
-                assert!(
-                    (below - p).abs() < 1.5,
-                    "{name}: {below:.2}% of draws < 100 KB, README {p}%"
-                );
+                assert!((below - p).abs() < 1.5, "{name}: {below:.2}% of draws < 100 KB, README {p}%");
             }
         }
     }

@@ -122,12 +122,7 @@ pub struct CdfOptions {
 
 impl Default for CdfOptions {
     fn default() -> Self {
-        CdfOptions {
-            format: CdfFormat::Auto,
-            unit: CdfUnit::Bytes,
-            packet_size: None,
-            reading: Reading::Linear,
-        }
+        CdfOptions { format: CdfFormat::Auto, unit: CdfUnit::Bytes, packet_size: None, reading: Reading::Linear }
     }
 }
 
@@ -168,8 +163,8 @@ impl ParetoTail {
     /// over hundreds of bytes, so the fractional part is uniform to within 1e-3).
     fn mean(&self) -> f64 {
         let c = (self.cap - self.location).max(0.0);
-        let capped = self.scale / (1.0 - self.shape)
-            * (1.0 - (1.0 + self.shape * c / self.scale).powf(1.0 - 1.0 / self.shape));
+        let capped =
+            self.scale / (1.0 - self.shape) * (1.0 - (1.0 + self.shape * c / self.scale).powf(1.0 - 1.0 / self.shape));
         self.location + capped + 0.5
     }
 }
@@ -211,17 +206,10 @@ fn mean_rounded_up_uniform(a: f64, b: f64) -> f64 {
 fn parse_number(tok: &str, line: usize) -> Result<f64, CdfError> {
     let v: f64 = tok.parse().map_err(|_| CdfError {
         line: Some(line),
-        problem: CdfProblem::Syntax {
-            message: format!("'{tok}' is not a number"),
-        },
+        problem: CdfProblem::Syntax { message: format!("'{tok}' is not a number") },
     })?;
     if !v.is_finite() || v < 0.0 {
-        return Err(CdfError {
-            line: Some(line),
-            problem: CdfProblem::BadNumber {
-                value: tok.to_string(),
-            },
-        });
+        return Err(CdfError { line: Some(line), problem: CdfProblem::BadNumber { value: tok.to_string() } });
     }
     Ok(v)
 }
@@ -239,30 +227,16 @@ impl EmpiricalCdf {
 
     /// Like [`EmpiricalCdf::parse`] for a partial CDF that a [`ParetoTail`] continues: the
     /// file's last CDF value must be the tail's `from_cdf` instead of 1.
-    pub fn parse_with_tail(
-        text: &str,
-        opts: &CdfOptions,
-        tail: Option<ParetoTail>,
-    ) -> Result<EmpiricalCdf, CdfError> {
+    pub fn parse_with_tail(text: &str, opts: &CdfOptions, tail: Option<ParetoTail>) -> Result<EmpiricalCdf, CdfError> {
         let lines: Vec<(usize, Vec<&str>)> = text
             .lines()
             .enumerate()
             .map(|(i, l)| (i + 1, l.trim()))
             .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
-            .map(|(i, l)| {
-                (
-                    i,
-                    l.split(|c: char| c == ',' || c.is_whitespace())
-                        .filter(|t| !t.is_empty())
-                        .collect(),
-                )
-            })
+            .map(|(i, l)| (i, l.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty()).collect()))
             .collect();
         let Some((first_line, first)) = lines.first() else {
-            return Err(CdfError {
-                line: None,
-                problem: CdfProblem::TooFewPoints { got: 0 },
-            });
+            return Err(CdfError { line: None, problem: CdfProblem::TooFewPoints { got: 0 } });
         };
         let mut format = match opts.format {
             CdfFormat::Auto => match first.len() {
@@ -272,10 +246,7 @@ impl EmpiricalCdf {
                 n => {
                     let message = format!("has {n} columns; a CDF file has 2 or 3");
                     let problem = CdfProblem::Syntax { message };
-                    return Err(CdfError {
-                        line: Some(*first_line),
-                        problem,
-                    });
+                    return Err(CdfError { line: Some(*first_line), problem });
                 }
             },
             f => f,
@@ -285,29 +256,19 @@ impl EmpiricalCdf {
         let mut declared_mean = None;
         if format == CdfFormat::Homa {
             if first.len() != 1 {
-                return Err(CdfError {
-                    line: Some(*first_line),
-                    problem: CdfProblem::MissingMeanHeader,
-                });
+                return Err(CdfError { line: Some(*first_line), problem: CdfProblem::MissingMeanHeader });
             }
             declared_mean = Some(parse_number(first[0], *first_line)?);
             body = &lines[1..];
         }
-        let (columns, cdf_col) = if format == CdfFormat::Ns2 {
-            (3, 2)
-        } else {
-            (2, 1)
-        };
+        let (columns, cdf_col) = if format == CdfFormat::Ns2 { (3, 2) } else { (2, 1) };
 
         let mut raw: Vec<(usize, f64, f64)> = Vec::with_capacity(body.len());
         for (line, toks) in body {
             if toks.len() != columns {
                 return Err(CdfError {
                     line: Some(*line),
-                    problem: CdfProblem::ColumnCount {
-                        expected: columns,
-                        got: toks.len(),
-                    },
+                    problem: CdfProblem::ColumnCount { expected: columns, got: toks.len() },
                 });
             }
             let size = parse_number(toks[0], *line)?;
@@ -315,29 +276,20 @@ impl EmpiricalCdf {
             raw.push((*line, size, cdf));
         }
         if raw.len() < 2 {
-            return Err(CdfError {
-                line: None,
-                problem: CdfProblem::TooFewPoints { got: raw.len() },
-            });
+            return Err(CdfError { line: None, problem: CdfProblem::TooFewPoints { got: raw.len() } });
         }
         for w in raw.windows(2) {
             let ((_, s0, c0), (line, s1, c1)) = (w[0], w[1]);
             if s1 < s0 {
                 return Err(CdfError {
                     line: Some(line),
-                    problem: CdfProblem::SizeDecreasing {
-                        previous: s0,
-                        got: s1,
-                    },
+                    problem: CdfProblem::SizeDecreasing { previous: s0, got: s1 },
                 });
             }
             if c1 < c0 {
                 return Err(CdfError {
                     line: Some(line),
-                    problem: CdfProblem::CdfDecreasing {
-                        previous: c0,
-                        got: c1,
-                    },
+                    problem: CdfProblem::CdfDecreasing { previous: c0, got: c1 },
                 });
             }
         }
@@ -350,10 +302,7 @@ impl EmpiricalCdf {
         if (last / scale - end).abs() > 1e-6 {
             return Err(CdfError {
                 line: Some(last_line),
-                problem: CdfProblem::NotReachingOne {
-                    last,
-                    expected: end * scale,
-                },
+                problem: CdfProblem::NotReachingOne { last, expected: end * scale },
             });
         }
 
@@ -369,10 +318,7 @@ impl EmpiricalCdf {
         };
         // Normalize so that the last value is exactly `end` (removes the <= 1e-6 slack).
         let sizes = raw.iter().map(|&(_, s, _)| s * mult).collect();
-        let probs = raw
-            .iter()
-            .map(|&(_, _, c)| (c / last * end).min(end))
-            .collect();
+        let probs = raw.iter().map(|&(_, _, c)| (c / last * end).min(end)).collect();
         let mut cdf = EmpiricalCdf {
             sizes,
             probs,
@@ -458,9 +404,7 @@ impl EmpiricalCdf {
         if j == n {
             return match &self.tail {
                 Some(t) if x >= t.cap => 1.0,
-                Some(t) if x >= t.location => {
-                    t.from_cdf + (1.0 - t.from_cdf) * (1.0 - t.survival(x - t.location))
-                }
+                Some(t) if x >= t.location => t.from_cdf + (1.0 - t.from_cdf) * (1.0 - t.survival(x - t.location)),
                 _ => self.probs[n - 1],
             };
         }
@@ -550,26 +494,18 @@ mod tests {
     use super::*;
 
     fn opts(format: CdfFormat, unit: CdfUnit, reading: Reading) -> CdfOptions {
-        CdfOptions {
-            format,
-            unit,
-            packet_size: None,
-            reading,
-        }
+        CdfOptions { format, unit, packet_size: None, reading }
     }
 
     #[test]
     fn formats_are_inferred_and_scaled() {
         let pct = EmpiricalCdf::parse("0 0\n1000 50\n3000 100\n", &CdfOptions::default()).unwrap();
         assert_eq!(pct.format(), CdfFormat::Pct);
-        let frac =
-            EmpiricalCdf::parse("0,0\r\n1000, 0.5\r\n3000,1\r\n", &CdfOptions::default()).unwrap();
+        let frac = EmpiricalCdf::parse("0,0\r\n1000, 0.5\r\n3000,1\r\n", &CdfOptions::default()).unwrap();
         assert_eq!(frac.format(), CdfFormat::Frac);
-        let ns2 =
-            EmpiricalCdf::parse("0 1 0\n1000 1 0.5\n3000 1 1\n\n", &CdfOptions::default()).unwrap();
+        let ns2 = EmpiricalCdf::parse("0 1 0\n1000 1 0.5\n3000 1 1\n\n", &CdfOptions::default()).unwrap();
         assert_eq!(ns2.format(), CdfFormat::Ns2);
-        let homa =
-            EmpiricalCdf::parse("1234\n0 0\n1000 0.5\n3000 1\n", &CdfOptions::default()).unwrap();
+        let homa = EmpiricalCdf::parse("1234\n0 0\n1000 0.5\n3000 1\n", &CdfOptions::default()).unwrap();
         assert_eq!(homa.format(), CdfFormat::Homa);
         assert_eq!(homa.declared_mean(), Some(1234.0));
         // Same points, same linear mean: 0.5*500 + 0.5*2000 = 1250, plus 0.5 B for rounding up.
@@ -580,34 +516,14 @@ mod tests {
 
     #[test]
     fn units_multiply_sizes() {
-        let kb = EmpiricalCdf::parse(
-            "1 0\n3 1\n",
-            &opts(CdfFormat::Frac, CdfUnit::Kilobytes, Reading::Step),
-        )
-        .unwrap();
+        let kb = EmpiricalCdf::parse("1 0\n3 1\n", &opts(CdfFormat::Frac, CdfUnit::Kilobytes, Reading::Step)).unwrap();
         assert_eq!(kb.mean_bytes(), 3000.0);
-        let pk = EmpiricalCdf::parse(
-            "1 1 0.5\n3 1 1\n",
-            &opts(CdfFormat::Ns2, CdfUnit::Packets, Reading::Step),
-        )
-        .unwrap();
+        let pk =
+            EmpiricalCdf::parse("1 1 0.5\n3 1 1\n", &opts(CdfFormat::Ns2, CdfUnit::Packets, Reading::Step)).unwrap();
         assert_eq!(pk.mean_bytes(), 0.5 * 1460.0 + 0.5 * 4380.0);
-        let hp = EmpiricalCdf::parse(
-            "2\n2 1\n",
-            &opts(CdfFormat::Homa, CdfUnit::Packets, Reading::Step),
-        );
-        assert!(matches!(
-            hp,
-            Err(CdfError {
-                problem: CdfProblem::TooFewPoints { got: 1 },
-                ..
-            })
-        ));
-        let hp = EmpiricalCdf::parse(
-            "2\n1 0\n2 1\n",
-            &opts(CdfFormat::Homa, CdfUnit::Packets, Reading::Step),
-        )
-        .unwrap();
+        let hp = EmpiricalCdf::parse("2\n2 1\n", &opts(CdfFormat::Homa, CdfUnit::Packets, Reading::Step));
+        assert!(matches!(hp, Err(CdfError { problem: CdfProblem::TooFewPoints { got: 1 }, .. })));
+        let hp = EmpiricalCdf::parse("2\n1 0\n2 1\n", &opts(CdfFormat::Homa, CdfUnit::Packets, Reading::Step)).unwrap();
         assert_eq!(hp.mean_bytes(), 2.0 * 1442.0);
         assert_eq!(hp.declared_mean(), Some(2.0 * 1442.0));
     }
@@ -616,11 +532,7 @@ mod tests {
     fn readings_differ_as_documented() {
         // Mass 0.2 at 10 B, then a segment to 110 B.
         let text = "10 0.2\n110 1\n";
-        let lin = EmpiricalCdf::parse(
-            text,
-            &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear),
-        )
-        .unwrap();
+        let lin = EmpiricalCdf::parse(text, &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear)).unwrap();
         let step = lin.clone().with_reading(Reading::Step);
         assert!((lin.mean_bytes() - (0.2 * 10.0 + 0.8 * 60.5)).abs() < 1e-9);
         assert!((step.mean_bytes() - (0.2 * 10.0 + 0.8 * 110.0)).abs() < 1e-9);
@@ -634,20 +546,12 @@ mod tests {
     #[test]
     fn rounding_up_is_in_the_mean() {
         // U[0, 1] bytes: every draw becomes 1 B.
-        let c = EmpiricalCdf::parse(
-            "0 0\n1 1\n",
-            &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear),
-        )
-        .unwrap();
+        let c = EmpiricalCdf::parse("0 0\n1 1\n", &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear)).unwrap();
         assert!((c.mean_bytes() - 1.0).abs() < 1e-12);
         let mut rng = Rng::new(3);
         assert!((0..1000).all(|_| c.sample(&mut rng) == Bytes(1)));
         // U[0.5, 2.5]: ceil gives 1 w.p. 1/4, 2 w.p. 1/2, 3 w.p. 1/4 -> mean 2.
-        let c = EmpiricalCdf::parse(
-            "0.5 0\n2.5 1\n",
-            &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear),
-        )
-        .unwrap();
+        let c = EmpiricalCdf::parse("0.5 0\n2.5 1\n", &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear)).unwrap();
         assert!((c.mean_bytes() - 2.0).abs() < 1e-12, "{}", c.mean_bytes());
     }
 
@@ -674,27 +578,12 @@ mod tests {
         let e = EmpiricalCdf::parse("", &o).unwrap_err();
         assert!(matches!(e.problem, CdfProblem::TooFewPoints { got: 0 }));
         let e = EmpiricalCdf::parse("0 1 0\n5 1\n", &o).unwrap_err();
-        assert!(
-            matches!(
-                e.problem,
-                CdfProblem::ColumnCount {
-                    expected: 3,
-                    got: 2
-                }
-            ) && e.line == Some(2)
-        );
-        let e = EmpiricalCdf::parse(
-            "0 0\n5 1\n",
-            &opts(CdfFormat::Homa, CdfUnit::Bytes, Reading::Step),
-        )
-        .unwrap_err();
+        assert!(matches!(e.problem, CdfProblem::ColumnCount { expected: 3, got: 2 }) && e.line == Some(2));
+        let e = EmpiricalCdf::parse("0 0\n5 1\n", &opts(CdfFormat::Homa, CdfUnit::Bytes, Reading::Step)).unwrap_err();
         assert!(matches!(e.problem, CdfProblem::MissingMeanHeader));
         // A percent file forced to be read as frac does not end at 1.
-        let e = EmpiricalCdf::parse(
-            "0 0\n5 100\n",
-            &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear),
-        )
-        .unwrap_err();
+        let e =
+            EmpiricalCdf::parse("0 0\n5 100\n", &opts(CdfFormat::Frac, CdfUnit::Bytes, Reading::Linear)).unwrap_err();
         assert!(matches!(e.problem, CdfProblem::NotReachingOne { .. }));
     }
 
@@ -706,13 +595,7 @@ mod tests {
 
     #[test]
     fn pareto_tail_continues_the_partial_cdf() {
-        let tail = ParetoTail {
-            from_cdf: 0.5,
-            location: 10.0,
-            shape: 0.3,
-            scale: 100.0,
-            cap: 1e12,
-        };
+        let tail = ParetoTail { from_cdf: 0.5, location: 10.0, shape: 0.3, scale: 100.0, cap: 1e12 };
         let c = EmpiricalCdf::parse_with_tail("10 0.5\n", &CdfOptions::default(), Some(tail));
         assert!(c.is_err(), "one point is too few");
         let c = EmpiricalCdf::parse_with_tail(
@@ -722,11 +605,7 @@ mod tests {
         )
         .unwrap();
         let expect = 0.1 * 5.0 + 0.4 * 10.0 + 0.5 * (10.0 + 100.0 / 0.7 + 0.5);
-        assert!(
-            (c.mean_bytes() - expect).abs() < 1e-6,
-            "{} vs {expect}",
-            c.mean_bytes()
-        );
+        assert!((c.mean_bytes() - expect).abs() < 1e-6, "{} vs {expect}", c.mean_bytes());
         assert_eq!(c.quantile(0.5), 10.0);
         // u = 0.75: ((0.5/0.25)^0.3 - 1) * 100/0.3 + 10
         assert!((c.quantile(0.75) - (10.0 + (2f64.powf(0.3) - 1.0) * 100.0 / 0.3)).abs() < 1e-9);

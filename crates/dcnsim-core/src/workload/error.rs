@@ -65,81 +65,33 @@ pub enum WorkloadError {
     /// `pattern` names no known arrival pattern.
     UnknownPattern { field: String, got: String },
     /// A field the pattern does not have.
-    UnknownField {
-        field: String,
-        pattern: String,
-        allowed: Vec<&'static str>,
-    },
+    UnknownField { field: String, pattern: String, allowed: Vec<&'static str> },
     /// A value of the wrong type or form; `expected` describes the right one.
-    InvalidValue {
-        field: String,
-        message: String,
-        expected: String,
-    },
+    InvalidValue { field: String, message: String, expected: String },
     /// A value outside its allowed range.
-    OutOfRange {
-        field: String,
-        got: String,
-        constraint: String,
-        hint: String,
-    },
+    OutOfRange { field: String, got: String, constraint: String, hint: String },
     /// Two fields that cannot be given together.
-    Conflict {
-        field: String,
-        other: String,
-        hint: String,
-    },
+    Conflict { field: String, other: String, hint: String },
     /// A Poisson-type pattern with neither `flows` nor `duration`.
     MissingStop { field: String },
     /// A host index that the topology does not have.
-    UnknownHost {
-        field: String,
-        host: u64,
-        num_hosts: u32,
-    },
+    UnknownHost { field: String, host: u64, num_hosts: u32 },
     /// A host listed twice where hosts must be distinct.
     DuplicateHost { field: String, host: u32 },
     /// Not enough hosts to build the pattern.
-    TooFewHosts {
-        field: String,
-        need: usize,
-        got: usize,
-    },
+    TooFewHosts { field: String, need: usize, got: usize },
     /// A sending host whose link rate is missing or 0 (load cannot be calibrated).
     NoLinkRate { field: String, host: u32 },
     /// The component would generate more flows than the simulator accepts.
-    TooManyFlows {
-        field: String,
-        expected: f64,
-        limit: u64,
-    },
+    TooManyFlows { field: String, expected: f64, limit: u64 },
     /// `cdf` is neither a shipped CDF name nor a readable file.
-    CdfNotFound {
-        field: String,
-        name: String,
-        path: String,
-        reason: String,
-    },
+    CdfNotFound { field: String, name: String, path: String, reason: String },
     /// A CDF file (shipped or the user's) is malformed.
-    Cdf {
-        field: String,
-        file: String,
-        line: Option<usize>,
-        problem: CdfProblem,
-    },
+    Cdf { field: String, file: String, line: Option<usize>, problem: CdfProblem },
     /// A flow-list file cannot be read.
-    FileRead {
-        field: String,
-        file: String,
-        reason: String,
-    },
+    FileRead { field: String, file: String, reason: String },
     /// A flow-list file is malformed or names hosts that do not exist.
-    FlowFile {
-        field: String,
-        file: String,
-        line: usize,
-        problem: FlowFileProblem,
-    },
+    FlowFile { field: String, file: String, line: usize, problem: FlowFileProblem },
 }
 
 impl WorkloadError {

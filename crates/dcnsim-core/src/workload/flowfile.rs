@@ -24,19 +24,12 @@ fn syntax(line: usize, message: String) -> LineError {
 
 /// Non-blank, non-comment lines with their 1-based numbers.
 fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+    text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
 }
 
 fn host(cell: &str, line: usize, what: &str, num_hosts: u32) -> Result<u32, LineError> {
-    let h: u64 = cell.parse().map_err(|_| {
-        syntax(
-            line,
-            format!("{what} '{cell}' is not a host index (a whole number)"),
-        )
-    })?;
+    let h: u64 =
+        cell.parse().map_err(|_| syntax(line, format!("{what} '{cell}' is not a host index (a whole number)")))?;
     if h >= num_hosts as u64 {
         return Err((line, FlowFileProblem::UnknownHost { host: h, num_hosts }));
     }
@@ -46,18 +39,12 @@ fn host(cell: &str, line: usize, what: &str, num_hosts: u32) -> Result<u32, Line
 /// A time cell: a bare number in `unit_ps` picoseconds, or a string with its own unit.
 fn time_cell(cell: &str, line: usize, what: &str, unit_ps: u64) -> Result<Time, LineError> {
     if let Ok(v) = cell.parse::<u64>() {
-        return v
-            .checked_mul(unit_ps)
-            .map(Time)
-            .ok_or_else(|| syntax(line, format!("{what} '{cell}' is too large")));
+        return v.checked_mul(unit_ps).map(Time).ok_or_else(|| syntax(line, format!("{what} '{cell}' is too large")));
     }
     if let Ok(v) = cell.parse::<f64>() {
         let ps = v * unit_ps as f64;
         if !ps.is_finite() || ps < 0.0 || ps >= u64::MAX as f64 {
-            return Err(syntax(
-                line,
-                format!("{what} '{cell}' must be a non-negative time"),
-            ));
+            return Err(syntax(line, format!("{what} '{cell}' must be a non-negative time")));
         }
         return Ok(Time(ps.round() as u64));
     }
@@ -73,20 +60,11 @@ enum Col {
     Deadline,
 }
 
-const COLUMNS: [(&str, Col); 5] = [
-    ("src", Col::Src),
-    ("dst", Col::Dst),
-    ("size", Col::Size),
-    ("start", Col::Start),
-    ("deadline", Col::Deadline),
-];
+const COLUMNS: [(&str, Col); 5] =
+    [("src", Col::Src), ("dst", Col::Dst), ("size", Col::Size), ("start", Col::Start), ("deadline", Col::Deadline)];
 
 /// Parse an `explicit` CSV flow list; bare time numbers are in units of `unit_ps` picoseconds.
-pub(crate) fn parse_csv(
-    text: &str,
-    unit_ps: u64,
-    num_hosts: u32,
-) -> Result<Vec<FlowSpec>, LineError> {
+pub(crate) fn parse_csv(text: &str, unit_ps: u64, num_hosts: u32) -> Result<Vec<FlowSpec>, LineError> {
     let mut lines = data_lines(text);
     let Some((header_line, header)) = lines.next() else {
         return Err((1, FlowFileProblem::Empty));
@@ -97,10 +75,7 @@ pub(crate) fn parse_csv(
             return Err((header_line, FlowFileProblem::UnknownColumn { column: name }));
         };
         if cols.contains(&col) {
-            return Err((
-                header_line,
-                FlowFileProblem::DuplicateColumn { column: name },
-            ));
+            return Err((header_line, FlowFileProblem::DuplicateColumn { column: name }));
         }
         cols.push(col);
     }
@@ -114,29 +89,15 @@ pub(crate) fn parse_csv(
     for (line, row) in lines {
         let cells: Vec<&str> = row.split(',').map(str::trim).collect();
         if cells.len() != cols.len() {
-            return Err((
-                line,
-                FlowFileProblem::WrongCellCount {
-                    expected: cols.len(),
-                    got: cells.len(),
-                },
-            ));
+            return Err((line, FlowFileProblem::WrongCellCount { expected: cols.len(), got: cells.len() }));
         }
-        let mut f = FlowSpec {
-            src: 0,
-            dst: 0,
-            size: Bytes(0),
-            start: Time::ZERO,
-            deadline: None,
-            background: false,
-        };
+        let mut f = FlowSpec { src: 0, dst: 0, size: Bytes(0), start: Time::ZERO, deadline: None, background: false };
         for (&col, &cell) in cols.iter().zip(&cells) {
             match col {
                 Col::Src => f.src = host(cell, line, "src", num_hosts)?,
                 Col::Dst => f.dst = host(cell, line, "dst", num_hosts)?,
                 Col::Size => {
-                    f.size = Bytes::parse(cell)
-                        .map_err(|e| syntax(line, format!("size '{cell}': {e}")))?;
+                    f.size = Bytes::parse(cell).map_err(|e| syntax(line, format!("size '{cell}': {e}")))?;
                     if f.size.0 == 0 {
                         return Err((line, FlowFileProblem::ZeroSize));
                     }
@@ -166,12 +127,9 @@ pub(crate) fn parse_hpcc(text: &str, num_hosts: u32) -> Result<Vec<FlowSpec>, Li
     let Some((count_line, count)) = lines.next() else {
         return Err((1, FlowFileProblem::Empty));
     };
-    let declared: u64 = count.parse().map_err(|_| {
-        syntax(
-            count_line,
-            format!("the first line must be the number of flows, got '{count}'"),
-        )
-    })?;
+    let declared: u64 = count
+        .parse()
+        .map_err(|_| syntax(count_line, format!("the first line must be the number of flows, got '{count}'")))?;
     let mut flows = Vec::new();
     let mut last_line = count_line;
     for (line, row) in lines {
@@ -182,43 +140,24 @@ pub(crate) fn parse_hpcc(text: &str, num_hosts: u32) -> Result<Vec<FlowSpec>, Li
         }
         let cells: Vec<&str> = row.split_whitespace().collect();
         if cells.len() != 6 {
-            return Err((
-                line,
-                FlowFileProblem::WrongCellCount {
-                    expected: 6,
-                    got: cells.len(),
-                },
-            ));
+            return Err((line, FlowFileProblem::WrongCellCount { expected: 6, got: cells.len() }));
         }
         let src = host(cells[0], line, "src", num_hosts)?;
         let dst = host(cells[1], line, "dst", num_hosts)?;
         for (what, cell) in [("priority", cells[2]), ("dport", cells[3])] {
-            cell.parse::<u64>()
-                .map_err(|_| syntax(line, format!("{what} '{cell}' is not a whole number")))?;
+            cell.parse::<u64>().map_err(|_| syntax(line, format!("{what} '{cell}' is not a whole number")))?;
         }
-        let size: u64 = cells[4].parse().map_err(|_| {
-            syntax(
-                line,
-                format!("size '{}' is not a whole number of bytes", cells[4]),
-            )
-        })?;
+        let size: u64 = cells[4]
+            .parse()
+            .map_err(|_| syntax(line, format!("size '{}' is not a whole number of bytes", cells[4])))?;
         if size == 0 {
             return Err((line, FlowFileProblem::ZeroSize));
         }
-        let secs: f64 = cells[5].parse().map_err(|_| {
-            syntax(
-                line,
-                format!("start time '{}' is not a number of seconds", cells[5]),
-            )
-        })?;
+        let secs: f64 = cells[5]
+            .parse()
+            .map_err(|_| syntax(line, format!("start time '{}' is not a number of seconds", cells[5])))?;
         if !secs.is_finite() || secs < 0.0 || secs * 1e12 >= u64::MAX as f64 {
-            return Err(syntax(
-                line,
-                format!(
-                    "start time '{}' must be a non-negative number of seconds",
-                    cells[5]
-                ),
-            ));
+            return Err(syntax(line, format!("start time '{}' must be a non-negative number of seconds", cells[5])));
         }
         if src == dst {
             return Err((line, FlowFileProblem::SelfFlow { host: src }));
@@ -233,13 +172,7 @@ pub(crate) fn parse_hpcc(text: &str, num_hosts: u32) -> Result<Vec<FlowSpec>, Li
         });
     }
     if (flows.len() as u64) < declared {
-        return Err((
-            last_line,
-            FlowFileProblem::CountMismatch {
-                declared,
-                found: flows.len() as u64,
-            },
-        ));
+        return Err((last_line, FlowFileProblem::CountMismatch { declared, found: flows.len() as u64 }));
     }
     Ok(flows)
 }
@@ -251,14 +184,10 @@ mod tests {
 
     #[test]
     fn csv_reads_columns_in_any_order_with_units() {
-        let text =
-            "# flows\nstart,src,dst,size,deadline\n0,0,1,1000,\n2.5,1,0,64KB,100\n3us,2,3,5,1ms\n";
+        let text = "# flows\nstart,src,dst,size,deadline\n0,0,1,1000,\n2.5,1,0,64KB,100\n3us,2,3,5,1ms\n";
         let f = parse_csv(text, PS_PER_US, 4).unwrap();
         assert_eq!(f.len(), 3);
-        assert_eq!(
-            (f[0].src, f[0].dst, f[0].size, f[0].start, f[0].deadline),
-            (0, 1, Bytes(1000), Time(0), None)
-        );
+        assert_eq!((f[0].src, f[0].dst, f[0].size, f[0].start, f[0].deadline), (0, 1, Bytes(1000), Time(0), None));
         assert_eq!(f[1].size, Bytes(64_000));
         assert_eq!(f[1].start, Time(2_500_000));
         assert_eq!(f[1].deadline, Some(Time::us(100)));
@@ -269,16 +198,7 @@ mod tests {
     #[test]
     fn csv_errors_name_the_line() {
         let e = parse_csv("src,dst,size,start\n0,1,10,0\n0,9,10,0\n", PS_PER_US, 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                3,
-                FlowFileProblem::UnknownHost {
-                    host: 9,
-                    num_hosts: 4
-                }
-            )
-        );
+        assert_eq!(e, (3, FlowFileProblem::UnknownHost { host: 9, num_hosts: 4 }));
         let e = parse_csv("src,dst,size\n", PS_PER_US, 4).unwrap_err();
         assert_eq!(e, (1, FlowFileProblem::MissingColumn { column: "start" }));
         let e = parse_csv("src,dst,size,start,prio\n", PS_PER_US, 4).unwrap_err();
@@ -288,22 +208,10 @@ mod tests {
         let e = parse_csv("src,dst,size,start\n1,2,0,0\n", PS_PER_US, 4).unwrap_err();
         assert_eq!(e, (2, FlowFileProblem::ZeroSize));
         let e = parse_csv("src,dst,size,start\n1,2,10\n", PS_PER_US, 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                2,
-                FlowFileProblem::WrongCellCount {
-                    expected: 4,
-                    got: 3
-                }
-            )
-        );
+        assert_eq!(e, (2, FlowFileProblem::WrongCellCount { expected: 4, got: 3 }));
         let e = parse_csv("src,dst,size,start\n1,2,10,-3\n", PS_PER_US, 4).unwrap_err();
         assert!(matches!(e, (2, FlowFileProblem::Syntax { .. })));
-        assert!(matches!(
-            parse_csv("", PS_PER_US, 4),
-            Err((1, FlowFileProblem::Empty))
-        ));
+        assert!(matches!(parse_csv("", PS_PER_US, 4), Err((1, FlowFileProblem::Empty))));
     }
 
     #[test]
@@ -315,49 +223,13 @@ mod tests {
         assert_eq!(f[0].start, Time(2_000_000_001_000));
         assert_eq!(f[2].start, Time(500_000_000_000));
         let e = parse_hpcc("2\n0 1 3 100 10 0\n", 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                2,
-                FlowFileProblem::CountMismatch {
-                    declared: 2,
-                    found: 1
-                }
-            )
-        );
+        assert_eq!(e, (2, FlowFileProblem::CountMismatch { declared: 2, found: 1 }));
         let e = parse_hpcc("1\n0 1 3 100 10 0\n1 0 3 100 10 0\n\n2 0 3 100 10 0\n", 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                3,
-                FlowFileProblem::CountMismatch {
-                    declared: 1,
-                    found: 3
-                }
-            )
-        );
+        assert_eq!(e, (3, FlowFileProblem::CountMismatch { declared: 1, found: 3 }));
         let e = parse_hpcc("1\n0 7 3 100 10 0\n", 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                2,
-                FlowFileProblem::UnknownHost {
-                    host: 7,
-                    num_hosts: 4
-                }
-            )
-        );
+        assert_eq!(e, (2, FlowFileProblem::UnknownHost { host: 7, num_hosts: 4 }));
         let e = parse_hpcc("1\n0 1 3 100 10\n", 4).unwrap_err();
-        assert_eq!(
-            e,
-            (
-                2,
-                FlowFileProblem::WrongCellCount {
-                    expected: 6,
-                    got: 5
-                }
-            )
-        );
+        assert_eq!(e, (2, FlowFileProblem::WrongCellCount { expected: 6, got: 5 }));
         let e = parse_hpcc("x\n", 4).unwrap_err();
         assert!(matches!(e, (1, FlowFileProblem::Syntax { .. })));
     }

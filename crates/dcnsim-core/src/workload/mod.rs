@@ -73,15 +73,7 @@ pub struct WorkloadEnv {
 pub type RawWorkload = serde_json::Value;
 
 /// The values of the `pattern` field.
-pub const PATTERNS: &[&str] = &[
-    "poisson",
-    "incast",
-    "permutation",
-    "left_right",
-    "background",
-    "explicit",
-    "hpcc",
-];
+pub const PATTERNS: &[&str] = &["poisson", "incast", "permutation", "left_right", "background", "explicit", "hpcc"];
 
 /// Most flows one component may generate (bounds memory: about 1 GB of [`FlowSpec`]s).
 pub const MAX_FLOWS_PER_COMPONENT: u64 = 20_000_000;
@@ -97,11 +89,17 @@ pub struct Workload {
 /// Relative file paths (`cdf`, `file`) are resolved against `env.base_dir`; files are read
 /// here, so a missing or malformed file is reported before the run starts.
 pub fn build(raw: &[serde_json::Value], env: &WorkloadEnv) -> Result<Workload, WorkloadError> {
-    let components = raw
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Component::build(i, v, env))
-        .collect::<Result<Vec<_>, _>>()?;
+    // A `derived` sub-table (written by `describe`) is informational: drop it so a saved
+    // normalized scenario is accepted again as input.
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.remove("derived");
+        }
+        v
+    };
+    let components =
+        raw.iter().enumerate().map(|(i, v)| Component::build(i, &strip(v), env)).collect::<Result<Vec<_>, _>>()?;
     Ok(Workload { components })
 }
 
@@ -120,8 +118,8 @@ impl Workload {
 
     /// The normalized workload: an array with one table per component, every default filled
     /// in (times in ps, sizes in bytes). Each table also has a `derived` sub-table (mean
-    /// flow size, arrival rate, ...) that is informational: without it, the array is a valid
-    /// input to [`build`] that generates the same flows.
+    /// flow size, arrival rate, ...) that is informational: [`build`] ignores it, and the
+    /// array is a valid input that generates the same flows.
     pub fn describe(&self) -> serde_json::Value {
         serde_json::Value::Array(self.components.iter().map(Component::describe).collect())
     }
@@ -146,11 +144,7 @@ mod tests {
         WorkloadEnv {
             num_hosts: n,
             host_rates: vec![Rate::gbps(100); n as usize],
-            racks: (0..n)
-                .collect::<Vec<_>>()
-                .chunks(4)
-                .map(|c| c.to_vec())
-                .collect(),
+            racks: (0..n).collect::<Vec<_>>().chunks(4).map(|c| c.to_vec()).collect(),
             base_dir: scratch_dir(),
         }
     }
@@ -167,57 +161,35 @@ mod tests {
     }
 
     fn gen(tables: Value, env: &WorkloadEnv, seed: u64) -> Vec<FlowSpec> {
-        build(tables.as_array().unwrap(), env)
-            .unwrap()
-            .generate(&mut Rng::new(seed))
+        build(tables.as_array().unwrap(), env).unwrap().generate(&mut Rng::new(seed))
     }
 
     fn err(tables: Value, env: &WorkloadEnv) -> WorkloadError {
         let e = build(tables.as_array().unwrap(), env).unwrap_err();
-        assert!(
-            e.to_string().starts_with(&format!("{}: ", e.field())),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with(&format!("{}: ", e.field())), "{e}");
         e
     }
 
     #[test]
     fn poisson_offers_the_requested_load() {
         let e = env(16);
-        let mean = builtin::find("websearch")
-            .unwrap()
-            .load(Reading::Linear)
-            .unwrap()
-            .mean_bytes();
+        let mean = builtin::find("websearch").unwrap().load(Reading::Linear).unwrap().mean_bytes();
         // lambda = 0.5 x 16 x 100 Gbps / (8 x mean): run long enough for ~200k flows.
         let lambda = 0.5 * 16.0 * 100e9 / (8.0 * mean);
         let secs = 200_000.0 / lambda;
         let dur = Time::from_secs_f64(secs);
-        let flows = gen(
-            json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "duration": dur.0}]),
-            &e,
-            7,
-        );
+        let flows = gen(json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "duration": dur.0}]), &e, 7);
         let bytes: f64 = flows.iter().map(|f| f.size.0 as f64).sum();
         let offered = bytes * 8.0 / (dur.as_secs_f64() * 16.0 * 100e9);
         assert!((offered - 0.5).abs() / 0.5 < 0.03, "offered load {offered}");
-        assert!(
-            (flows.len() as f64 - 200_000.0).abs() < 2_000.0,
-            "{} flows",
-            flows.len()
-        );
-        assert!(flows
-            .iter()
-            .all(|f| f.src != f.dst && f.src < 16 && f.dst < 16 && !f.background));
+        assert!((flows.len() as f64 - 200_000.0).abs() < 2_000.0, "{} flows", flows.len());
+        assert!(flows.iter().all(|f| f.src != f.dst && f.src < 16 && f.dst < 16 && !f.background));
         assert!(flows.windows(2).all(|w| w[0].start <= w[1].start));
         assert!(flows.last().unwrap().start < dur);
         // Sources and destinations are uniform: every host sends about 1/16 of the flows.
         let mut per_src = [0usize; 16];
         flows.iter().for_each(|f| per_src[f.src as usize] += 1);
-        assert!(
-            per_src.iter().all(|&c| (c as f64 - 12_500.0).abs() < 500.0),
-            "{per_src:?}"
-        );
+        assert!(per_src.iter().all(|&c| (c as f64 - 12_500.0).abs() < 500.0), "{per_src:?}");
     }
 
     #[test]
@@ -233,13 +205,9 @@ mod tests {
         assert_eq!(flows.len(), 1000);
         let hosts: BTreeSet<u32> = flows.iter().flat_map(|f| [f.src, f.dst]).collect();
         assert_eq!(hosts, BTreeSet::from([3, 5, 7]));
-        assert!(flows
-            .iter()
-            .all(|f| f.src != f.dst && f.start > Time::ms(1)));
+        assert!(flows.iter().all(|f| f.src != f.dst && f.start > Time::ms(1)));
         assert!(flows.iter().all(|f| (2_000..=198_000).contains(&f.size.0)));
-        assert!(flows
-            .iter()
-            .all(|f| matches!(f.deadline, Some(d) if d >= Time::us(100) && d <= Time::us(200))));
+        assert!(flows.iter().all(|f| matches!(f.deadline, Some(d) if d >= Time::us(100) && d <= Time::us(200))));
         let mean = flows.iter().map(|f| f.size.0 as f64).sum::<f64>() / 1000.0;
         assert!((mean - 100_000.0).abs() < 5_000.0, "{mean}");
     }
@@ -259,10 +227,7 @@ mod tests {
             rounds.entry(f.start).or_default().push(f.src);
         }
         let starts: Vec<Time> = rounds.keys().copied().collect();
-        assert_eq!(
-            starts,
-            vec![Time::ZERO, Time::us(100), Time::us(200), Time::us(300)]
-        );
+        assert_eq!(starts, vec![Time::ZERO, Time::us(100), Time::us(200), Time::us(300)]);
         let mut sets = BTreeSet::new();
         for senders in rounds.values() {
             let distinct: BTreeSet<u32> = senders.iter().copied().collect();
@@ -286,11 +251,7 @@ mod tests {
             assert_eq!(f.size, Bytes(10_000));
         }
         for r in 0..3u64 {
-            let mut s: Vec<u32> = flows
-                .iter()
-                .filter(|f| f.start.0 / Time::ms(1).0 == r)
-                .map(|f| f.src)
-                .collect();
+            let mut s: Vec<u32> = flows.iter().filter(|f| f.start.0 / Time::ms(1).0 == r).map(|f| f.src).collect();
             s.sort_unstable();
             assert_eq!(s, vec![1, 2, 3]);
         }
@@ -318,18 +279,10 @@ mod tests {
             let dsts: BTreeSet<u32> = flows.iter().map(|f| f.dst).collect();
             assert_eq!(srcs.len(), 24);
             assert_eq!(dsts.len(), 24);
-            assert!(flows
-                .iter()
-                .all(|f| f.src != f.dst && f.size == Bytes(1_000_000) && f.start == Time::ZERO));
+            assert!(flows.iter().all(|f| f.src != f.dst && f.size == Bytes(1_000_000) && f.start == Time::ZERO));
         }
-        let flows = gen(
-            json!([{"pattern": "permutation", "shift": -1, "cdf": "hadoop", "start": "5us"}]),
-            &e,
-            0,
-        );
-        assert!(flows
-            .iter()
-            .all(|f| f.dst == (f.src + 23) % 24 && f.start == Time::us(5)));
+        let flows = gen(json!([{"pattern": "permutation", "shift": -1, "cdf": "hadoop", "start": "5us"}]), &e, 0);
+        assert!(flows.iter().all(|f| f.dst == (f.src + 23) % 24 && f.start == Time::us(5)));
     }
 
     #[test]
@@ -343,77 +296,42 @@ mod tests {
         assert!(flows.iter().all(|f| f.src < 8 && f.dst >= 8));
         let bytes: f64 = flows.iter().map(|f| f.size.0 as f64).sum();
         let offered = bytes * 8.0 / (0.02 * 8.0 * 100e9);
-        assert!(
-            (offered - 0.4).abs() < 0.02,
-            "{offered} over {} flows",
-            flows.len()
-        );
+        assert!((offered - 0.4).abs() < 0.02, "{offered} over {} flows", flows.len());
         // By racks (4 racks of 4 hosts): racks 0-1 send to racks 2-3.
-        let flows = gen(
-            json!([{"pattern": "left_right", "load": 0.2, "split": "racks", "size": 1000, "flows": 500}]),
-            &e,
-            5,
-        );
+        let flows =
+            gen(json!([{"pattern": "left_right", "load": 0.2, "split": "racks", "size": 1000, "flows": 500}]), &e, 5);
         assert!(flows.iter().all(|f| f.src < 8 && f.dst >= 8));
     }
 
     #[test]
     fn background_flows_are_long_lived() {
         let e = env(8);
-        let flows = gen(
-            json!([{"pattern": "background", "pairs": [[0, 1], [2, 3]], "start": "1us"}]),
-            &e,
-            0,
-        );
+        let flows = gen(json!([{"pattern": "background", "pairs": [[0, 1], [2, 3]], "start": "1us"}]), &e, 0);
         assert_eq!(flows.len(), 2);
-        assert!(flows
-            .iter()
-            .all(|f| f.background && f.size == Bytes(u64::MAX / 4) && f.start == Time::us(1)));
-        assert_eq!(
-            (flows[0].src, flows[0].dst, flows[1].src, flows[1].dst),
-            (0, 1, 2, 3)
-        );
+        assert!(flows.iter().all(|f| f.background && f.size == Bytes(u64::MAX / 4) && f.start == Time::us(1)));
+        assert_eq!((flows[0].src, flows[0].dst, flows[1].src, flows[1].dst), (0, 1, 2, 3));
         for count in [5, 50, 56] {
-            let flows = gen(
-                json!([{"pattern": "background", "count": count, "size": "1GB"}]),
-                &e,
-                4,
-            );
+            let flows = gen(json!([{"pattern": "background", "count": count, "size": "1GB"}]), &e, 4);
             let pairs: BTreeSet<(u32, u32)> = flows.iter().map(|f| (f.src, f.dst)).collect();
             assert_eq!(pairs.len(), count);
-            assert!(flows
-                .iter()
-                .all(|f| f.src != f.dst && f.size == Bytes(1_000_000_000)));
+            assert!(flows.iter().all(|f| f.src != f.dst && f.size == Bytes(1_000_000_000)));
         }
     }
 
     #[test]
     fn explicit_and_hpcc_files_are_read() {
         let e = env(4);
-        let csv = write(
-            "flows_ok.csv",
-            "src,dst,size,start,deadline\n0,1,1500,10,\n2,3,64KB,5,100\n",
-        );
+        let csv = write("flows_ok.csv", "src,dst,size,start,deadline\n0,1,1500,10,\n2,3,64KB,5,100\n");
         let flows = gen(json!([{"pattern": "explicit", "file": csv}]), &e, 0);
         assert_eq!(flows.len(), 2);
-        assert_eq!(
-            (flows[0].src, flows[0].start, flows[0].deadline),
-            (2, Time::us(5), Some(Time::us(100)))
-        );
+        assert_eq!((flows[0].src, flows[0].start, flows[0].deadline), (2, Time::us(5), Some(Time::us(100))));
         assert_eq!((flows[1].size, flows[1].start), (Bytes(1500), Time::us(10)));
-        let flows = gen(
-            json!([{"pattern": "explicit", "file": csv, "time_unit": "ns"}]),
-            &e,
-            0,
-        );
+        let flows = gen(json!([{"pattern": "explicit", "file": csv, "time_unit": "ns"}]), &e, 0);
         assert_eq!(flows[0].start, Time::ns(5));
         let hp = write("flow_ok.txt", "2\n0 1 3 100 1000 2.0\n1 0 3 100 2000 1.5\n");
         let flows = gen(json!([{"pattern": "hpcc", "file": hp}]), &e, 0);
         assert_eq!(flows.len(), 2);
-        assert_eq!(
-            (flows[0].src, flows[0].size, flows[0].start),
-            (1, Bytes(2000), Time::ms(1500))
-        );
+        assert_eq!((flows[0].src, flows[0].size, flows[0].start), (1, Bytes(2000), Time::ms(1500)));
     }
 
     #[test]
@@ -432,9 +350,7 @@ mod tests {
         assert!(flows[0].background && flows[0].src == 7);
         let perm: Vec<u32> = flows[1..9].iter().map(|f| f.src).collect();
         assert_eq!(perm, (0..8).collect::<Vec<_>>());
-        assert!(flows[9..]
-            .iter()
-            .all(|f| f.dst == 0 && f.start == Time::us(1)));
+        assert!(flows[9..].iter().all(|f| f.dst == 0 && f.start == Time::us(1)));
     }
 
     #[test]
@@ -456,13 +372,7 @@ mod tests {
         more.push(json!({"pattern": "permutation", "size": 5}));
         let d = gen(Value::Array(more), &e, 42);
         let without: Vec<FlowSpec> = d.into_iter().filter(|f| f.size != Bytes(5)).collect();
-        assert_eq!(
-            a.iter()
-                .filter(|f| f.size != Bytes(5))
-                .cloned()
-                .collect::<Vec<_>>(),
-            without
-        );
+        assert_eq!(a.iter().filter(|f| f.size != Bytes(5)).cloned().collect::<Vec<_>>(), without);
     }
 
     #[test]
@@ -505,33 +415,18 @@ mod tests {
             .collect();
         let again = build(&stripped, &e).unwrap();
         assert_eq!(again.describe(), d);
-        assert_eq!(
-            again.generate(&mut Rng::new(9)),
-            w.generate(&mut Rng::new(9))
-        );
+        assert_eq!(again.generate(&mut Rng::new(9)), w.generate(&mut Rng::new(9)));
     }
 
     #[test]
     fn cdf_reading_can_be_overridden_and_user_files_are_read() {
         let e = env(4);
-        let w = build(
-            &[json!({"pattern": "permutation", "cdf": "websearch", "cdf_reading": "step"})],
-            &e,
-        )
-        .unwrap();
-        let mean = w.describe()[0]["derived"]["mean_size_bytes"]
-            .as_f64()
-            .unwrap();
+        let w = build(&[json!({"pattern": "permutation", "cdf": "websearch", "cdf_reading": "step"})], &e).unwrap();
+        let mean = w.describe()[0]["derived"]["mean_size_bytes"].as_f64().unwrap();
         assert!((mean - 2.435e6).abs() / 2.435e6 < 0.005, "{mean}");
         let f = write("user_pct.csv", "0,0\n1000,50\n3000,100\n");
-        let w = build(
-            &[json!({"pattern": "permutation", "cdf": f, "cdf_unit": "KB"})],
-            &e,
-        )
-        .unwrap();
-        let mean = w.describe()[0]["derived"]["mean_size_bytes"]
-            .as_f64()
-            .unwrap();
+        let w = build(&[json!({"pattern": "permutation", "cdf": f, "cdf_unit": "KB"})], &e).unwrap();
+        let mean = w.describe()[0]["derived"]["mean_size_bytes"].as_f64().unwrap();
         assert!((mean - 1_250_000.5).abs() < 1e-6, "{mean}");
         assert_eq!(w.describe()[0]["cdf_format"], "pct");
     }
@@ -603,14 +498,7 @@ mod tests {
         let f = write("bad_monotone.txt", "0 0\n100 0.5\n200 0.4\n300 1\n");
         let x = err(ok(json!({"cdf": f})), &e);
         assert!(
-            matches!(
-                &x,
-                WorkloadError::Cdf {
-                    line: Some(3),
-                    problem: CdfProblem::CdfDecreasing { .. },
-                    ..
-                }
-            ),
+            matches!(&x, WorkloadError::Cdf { line: Some(3), problem: CdfProblem::CdfDecreasing { .. }, .. }),
             "{x:?}"
         );
         assert_eq!(x.field(), "workload[1].cdf");
@@ -619,14 +507,7 @@ mod tests {
         let f = write("bad_end.txt", "0 0\n100 50\n200 90\n");
         let x = err(ok(json!({"cdf": f})), &e);
         assert!(
-            matches!(
-                &x,
-                WorkloadError::Cdf {
-                    line: Some(3),
-                    problem: CdfProblem::NotReachingOne { .. },
-                    ..
-                }
-            ),
+            matches!(&x, WorkloadError::Cdf { line: Some(3), problem: CdfProblem::NotReachingOne { .. }, .. }),
             "{x:?}"
         );
 
@@ -657,26 +538,14 @@ mod tests {
     #[test]
     fn bad_pattern_specific_inputs() {
         let e = env(8);
-        let x = err(
-            json!([{"pattern": "incast", "receiver": 8, "senders": 2}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "incast", "receiver": 8, "senders": 2}]), &e);
         assert!(matches!(x, WorkloadError::UnknownHost { host: 8, .. }));
         assert_eq!(x.field(), "workload[0].receiver");
-        let x = err(
-            json!([{"pattern": "incast", "receiver": 0, "senders": 8}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "incast", "receiver": 0, "senders": 8}]), &e);
         assert!(matches!(x, WorkloadError::TooFewHosts { .. }));
-        let x = err(
-            json!([{"pattern": "incast", "receiver": 0, "senders": [0, 1]}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "incast", "receiver": 0, "senders": [0, 1]}]), &e);
         assert_eq!(x.field(), "workload[0].senders");
-        let x = err(
-            json!([{"pattern": "incast", "receiver": 0, "senders": 2, "rounds": 3}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "incast", "receiver": 0, "senders": 2, "rounds": 3}]), &e);
         assert!(matches!(x, WorkloadError::MissingField { .. }));
         assert_eq!(x.field(), "workload[0].round_interval");
         let x = err(
@@ -684,64 +553,35 @@ mod tests {
             &e,
         );
         assert!(matches!(x, WorkloadError::Conflict { .. }));
-        let x = err(
-            json!([{"pattern": "permutation", "shift": 8, "size": 1}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "permutation", "shift": 8, "size": 1}]), &e);
         assert_eq!(x.field(), "workload[0].shift");
         let x = err(json!([{"pattern": "permutation"}]), &e);
         assert_eq!(x.field(), "workload[0].cdf");
-        let x = err(
-            json!([{"pattern": "background", "pairs": [[0, 1], [3, 3]]}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "background", "pairs": [[0, 1], [3, 3]]}]), &e);
         assert_eq!(x.field(), "workload[0].pairs[1]");
         let x = err(json!([{"pattern": "background", "count": 57}]), &e);
         assert_eq!(x.field(), "workload[0].count");
-        let x = err(
-            json!([{"pattern": "left_right", "load": 0.5, "size": 1, "flows": 1, "split": "racks"}]),
-            &{
-                let mut one = env(8);
-                one.racks = vec![(0..8).collect()];
-                one
-            },
-        );
+        let x = err(json!([{"pattern": "left_right", "load": 0.5, "size": 1, "flows": 1, "split": "racks"}]), &{
+            let mut one = env(8);
+            one.racks = vec![(0..8).collect()];
+            one
+        });
         assert_eq!(x.field(), "workload[0].split");
 
-        let csv = write(
-            "bad_host.csv",
-            "src,dst,size,start\n0,1,100,0\n1,12,100,0\n",
-        );
+        let csv = write("bad_host.csv", "src,dst,size,start\n0,1,100,0\n1,12,100,0\n");
         let x = err(json!([{"pattern": "explicit", "file": csv}]), &e);
         assert!(matches!(
             &x,
-            WorkloadError::FlowFile {
-                line: 3,
-                problem: FlowFileProblem::UnknownHost {
-                    host: 12,
-                    num_hosts: 8
-                },
-                ..
-            }
+            WorkloadError::FlowFile { line: 3, problem: FlowFileProblem::UnknownHost { host: 12, num_hosts: 8 }, .. }
         ));
         assert_eq!(x.field(), "workload[0].file");
         assert!(x.to_string().contains("bad_host.csv line 3"), "{x}");
         let hp = write("bad_host.txt", "1\n0 8 3 100 10 0\n");
         let x = err(json!([{"pattern": "hpcc", "file": hp}]), &e);
-        assert!(matches!(
-            &x,
-            WorkloadError::FlowFile {
-                line: 2,
-                problem: FlowFileProblem::UnknownHost { .. },
-                ..
-            }
-        ));
+        assert!(matches!(&x, WorkloadError::FlowFile { line: 2, problem: FlowFileProblem::UnknownHost { .. }, .. }));
         let x = err(json!([{"pattern": "hpcc", "file": "nope/flow.txt"}]), &e);
         assert!(matches!(x, WorkloadError::FileRead { .. }));
-        let x = err(
-            json!([{"pattern": "explicit", "file": csv, "time_unit": "fortnights"}]),
-            &e,
-        );
+        let x = err(json!([{"pattern": "explicit", "file": csv, "time_unit": "fortnights"}]), &e);
         assert_eq!(x.field(), "workload[0].time_unit");
     }
 

@@ -7,8 +7,8 @@
 
 use super::flowfile;
 use super::raw::{
-    self, size_fields, HostsVal, RangeOf, RawBackground, RawExplicit, RawHpcc, RawIncast,
-    RawLeftRight, RawPermutation, RawPoisson, SendersVal, Split, TimeUnit,
+    self, size_fields, HostsVal, RangeOf, RawBackground, RawExplicit, RawHpcc, RawIncast, RawLeftRight, RawPermutation,
+    RawPoisson, SendersVal, Split, TimeUnit,
 };
 use super::sizes::SizeDist;
 use super::{FlowSpec, WorkloadEnv, WorkloadError, MAX_FLOWS_PER_COMPONENT};
@@ -38,11 +38,7 @@ impl Ctx<'_> {
         if h < self.env.num_hosts {
             Ok(h)
         } else {
-            Err(WorkloadError::UnknownHost {
-                field: self.field(name),
-                host: h as u64,
-                num_hosts: self.env.num_hosts,
-            })
+            Err(WorkloadError::UnknownHost { field: self.field(name), host: h as u64, num_hosts: self.env.num_hosts })
         }
     }
 
@@ -55,10 +51,7 @@ impl Ctx<'_> {
                 for &h in list {
                     self.host(name, h)?;
                     if !seen.insert(h) {
-                        return Err(WorkloadError::DuplicateHost {
-                            field: self.field(name),
-                            host: h,
-                        });
+                        return Err(WorkloadError::DuplicateHost { field: self.field(name), host: h });
                     }
                 }
                 Ok(list.clone())
@@ -68,11 +61,7 @@ impl Ctx<'_> {
 
     fn at_least(&self, name: &str, hosts: &[u32], need: usize) -> Result<(), WorkloadError> {
         if hosts.len() < need {
-            Err(WorkloadError::TooFewHosts {
-                field: self.field(name),
-                need,
-                got: hosts.len(),
-            })
+            Err(WorkloadError::TooFewHosts { field: self.field(name), need, got: hosts.len() })
         } else {
             Ok(())
         }
@@ -84,24 +73,13 @@ impl Ctx<'_> {
         for &h in hosts {
             match self.env.host_rates.get(h as usize) {
                 Some(r) if r.0 > 0 => sum += r.0 as f64,
-                _ => {
-                    return Err(WorkloadError::NoLinkRate {
-                        field: self.field(name),
-                        host: h,
-                    })
-                }
+                _ => return Err(WorkloadError::NoLinkRate { field: self.field(name), host: h }),
             }
         }
         Ok(sum)
     }
 
-    fn out_of_range(
-        &self,
-        name: &str,
-        got: impl ToString,
-        constraint: &str,
-        hint: &str,
-    ) -> WorkloadError {
+    fn out_of_range(&self, name: &str, got: impl ToString, constraint: &str, hint: &str) -> WorkloadError {
         WorkloadError::OutOfRange {
             field: self.field(name),
             got: got.to_string(),
@@ -111,23 +89,15 @@ impl Ctx<'_> {
     }
 
     fn missing(&self, name: &str, hint: &str) -> WorkloadError {
-        WorkloadError::MissingField {
-            field: self.field(name),
-            hint: hint.to_string(),
-        }
+        WorkloadError::MissingField { field: self.field(name), hint: hint.to_string() }
     }
 
     fn load(&self, load: Option<f64>) -> Result<f64, WorkloadError> {
-        let l =
-            load.ok_or_else(|| self.missing("load", "set the offered load, e.g. load = 0.5"))?;
+        let l = load.ok_or_else(|| self.missing("load", "set the offered load, e.g. load = 0.5"))?;
         if l > 0.0 && l < 1.0 {
             Ok(l)
         } else {
-            let hint = if l >= 1.0 {
-                "set a load below 1"
-            } else {
-                "set a load above 0"
-            };
+            let hint = if l >= 1.0 { "set a load below 1" } else { "set a load above 0" };
             Err(self.out_of_range("load", l, "in (0, 1)", hint))
         }
     }
@@ -147,11 +117,7 @@ impl Ctx<'_> {
 
     fn check_count(&self, name: &str, expected: f64) -> Result<(), WorkloadError> {
         if expected > MAX_FLOWS_PER_COMPONENT as f64 {
-            Err(WorkloadError::TooManyFlows {
-                field: self.field(name),
-                expected,
-                limit: MAX_FLOWS_PER_COMPONENT,
-            })
+            Err(WorkloadError::TooManyFlows { field: self.field(name), expected, limit: MAX_FLOWS_PER_COMPONENT })
         } else {
             Ok(())
         }
@@ -213,15 +179,9 @@ impl Arrivals {
         sizes: SizeDist,
         deadline: Option<(Time, Time)>,
     ) -> Result<Arrivals, WorkloadError> {
-        let Stop {
-            flows,
-            duration,
-            start,
-        } = stop;
+        let Stop { flows, duration, start } = stop;
         if flows.is_none() && duration.is_none() {
-            return Err(WorkloadError::MissingStop {
-                field: ctx.field("flows"),
-            });
+            return Err(WorkloadError::MissingStop { field: ctx.field("flows") });
         }
         if flows == Some(0) {
             return Err(ctx.out_of_range(
@@ -234,12 +194,7 @@ impl Arrivals {
         let start = start.unwrap_or(Time::ZERO);
         if let Some(d) = duration {
             if d == Time::ZERO {
-                return Err(ctx.out_of_range(
-                    "duration",
-                    0,
-                    "> 0",
-                    "give a positive time such as \"10ms\"",
-                ));
+                return Err(ctx.out_of_range("duration", 0, "> 0", "give a positive time such as \"10ms\""));
             }
             if start.0.checked_add(d.0).is_none() {
                 return Err(ctx.out_of_range(
@@ -254,37 +209,16 @@ impl Arrivals {
         let lambda = load * sender_bps / (8.0 * sizes.mean_bytes());
         let by_time = duration.map_or(f64::INFINITY, |d| lambda * d.as_secs_f64());
         let by_count = flows.map_or(f64::INFINITY, |f| f as f64);
-        ctx.check_count(
-            if by_count <= by_time {
-                "flows"
-            } else {
-                "duration"
-            },
-            by_time.min(by_count),
-        )?;
-        Ok(Arrivals {
-            lambda,
-            start,
-            flows,
-            duration,
-            sizes,
-            deadline,
-        })
+        ctx.check_count(if by_count <= by_time { "flows" } else { "duration" }, by_time.min(by_count))?;
+        Ok(Arrivals { lambda, start, flows, duration, sizes, deadline })
     }
 
     fn expected_flows(&self) -> f64 {
-        let by_time = self
-            .duration
-            .map_or(f64::INFINITY, |d| self.lambda * d.as_secs_f64());
+        let by_time = self.duration.map_or(f64::INFINITY, |d| self.lambda * d.as_secs_f64());
         by_time.min(self.flows.map_or(f64::INFINITY, |f| f as f64))
     }
 
-    fn generate(
-        &self,
-        rng: &mut Rng,
-        out: &mut Vec<FlowSpec>,
-        mut endpoints: impl FnMut(&mut Rng) -> (u32, u32),
-    ) {
+    fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>, mut endpoints: impl FnMut(&mut Rng) -> (u32, u32)) {
         let mut arrivals = Rng::new(rng.next_u64());
         let mut ends = Rng::new(rng.next_u64());
         let mut sizes = Rng::new(rng.next_u64());
@@ -293,10 +227,7 @@ impl Arrivals {
         let end_time = self.duration.map(|d| Time(self.start.0 + d.0));
         let end = end_time.map_or(u64::MAX as f64, |e| e.0 as f64);
         // `Arrivals::build` bounds the expected count; the hard cap only guards memory.
-        let limit = self
-            .flows
-            .unwrap_or(u64::MAX)
-            .min(2 * MAX_FLOWS_PER_COMPONENT);
+        let limit = self.flows.unwrap_or(u64::MAX).min(2 * MAX_FLOWS_PER_COMPONENT);
         let mut t = self.start.0 as f64;
         for _ in 0..limit {
             t += arrivals.exp(gap_ps);
@@ -349,20 +280,10 @@ impl Poisson {
         ctx.at_least("hosts", &hosts, 2)?;
         let sender_bps = ctx.rate_sum("hosts", &hosts)?;
         let deadline = ctx.deadline(r.deadline)?;
-        let stop = Stop {
-            flows: r.flows,
-            duration: r.duration,
-            start: r.start,
-        };
+        let stop = Stop { flows: r.flows, duration: r.duration, start: r.start };
         let sizes = SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, None)?;
         let arrivals = Arrivals::build(ctx, load, sender_bps, stop, sizes, deadline)?;
-        Ok(Poisson {
-            load,
-            hosts,
-            all_hosts,
-            sender_bps,
-            arrivals,
-        })
+        Ok(Poisson { load, hosts, all_hosts, sender_bps, arrivals })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -430,31 +351,15 @@ impl LeftRight {
         ctx.at_least("split", &right, 1)?;
         let sender_bps = ctx.rate_sum("split", &left)?;
         let deadline = ctx.deadline(r.deadline)?;
-        let stop = Stop {
-            flows: r.flows,
-            duration: r.duration,
-            start: r.start,
-        };
+        let stop = Stop { flows: r.flows, duration: r.duration, start: r.start };
         let sizes = SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, None)?;
         let arrivals = Arrivals::build(ctx, load, sender_bps, stop, sizes, deadline)?;
-        Ok(LeftRight {
-            load,
-            split,
-            left,
-            right,
-            sender_bps,
-            arrivals,
-        })
+        Ok(LeftRight { load, split, left, right, sender_bps, arrivals })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
         let (nl, nr) = (self.left.len() as u64, self.right.len() as u64);
-        self.arrivals.generate(rng, out, |r| {
-            (
-                self.left[r.below(nl) as usize],
-                self.right[r.below(nr) as usize],
-            )
-        });
+        self.arrivals.generate(rng, out, |r| (self.left[r.below(nl) as usize], self.right[r.below(nr) as usize]));
     }
 
     fn describe(&self) -> Value {
@@ -504,22 +409,18 @@ pub(crate) struct Incast {
 
 impl Incast {
     fn build(r: RawIncast, ctx: &Ctx) -> Result<Incast, WorkloadError> {
-        let receiver = r
-            .receiver
-            .ok_or_else(|| ctx.missing("receiver", "set the receiving host, e.g. receiver = 0"))?;
+        let receiver =
+            r.receiver.ok_or_else(|| ctx.missing("receiver", "set the receiving host, e.g. receiver = 0"))?;
         let receiver = ctx.host("receiver", receiver)?;
         let senders = match &r.senders {
-            None => return Err(ctx.missing(
-                "senders",
-                "set senders = 16 (distinct random senders per round) or a list of sending hosts",
-            )),
-            Some(SendersVal::Count(0)) => {
-                return Err(ctx.out_of_range(
+            None => {
+                return Err(ctx.missing(
                     "senders",
-                    0,
-                    "at least 1",
-                    "give a positive number of senders",
+                    "set senders = 16 (distinct random senders per round) or a list of sending hosts",
                 ))
+            }
+            Some(SendersVal::Count(0)) => {
+                return Err(ctx.out_of_range("senders", 0, "at least 1", "give a positive number of senders"))
             }
             Some(SendersVal::Count(n)) => {
                 let pool: Vec<u32> = (0..ctx.env.num_hosts).filter(|&h| h != receiver).collect();
@@ -530,10 +431,7 @@ impl Incast {
                         got: ctx.env.num_hosts as usize,
                     });
                 }
-                Senders::Random {
-                    count: *n as usize,
-                    pool,
-                }
+                Senders::Random { count: *n as usize, pool }
             }
             Some(SendersVal::List(list)) => {
                 let list = ctx.hosts("senders", Some(&HostsVal::List(list.clone())))?;
@@ -555,12 +453,7 @@ impl Incast {
         };
         let rounds = r.rounds.unwrap_or(1);
         if rounds == 0 {
-            return Err(ctx.out_of_range(
-                "rounds",
-                0,
-                "at least 1",
-                "give a positive number of rounds",
-            ));
+            return Err(ctx.out_of_range("rounds", 0, "at least 1", "give a positive number of rounds"));
         }
         let spacing = match (r.round_interval, r.rounds_per_second) {
             (Some(_), Some(_)) => {
@@ -590,9 +483,7 @@ impl Incast {
         let jitter = r.jitter.unwrap_or(Time::ZERO);
         if let Some(Spacing::Interval(iv)) = spacing {
             let last =
-                iv.0.checked_mul(rounds - 1)
-                    .and_then(|x| x.checked_add(start.0))
-                    .and_then(|x| x.checked_add(jitter.0));
+                iv.0.checked_mul(rounds - 1).and_then(|x| x.checked_add(start.0)).and_then(|x| x.checked_add(jitter.0));
             if last.is_none() {
                 return Err(ctx.out_of_range(
                     "round_interval",
@@ -604,22 +495,9 @@ impl Incast {
         }
         ctx.check_count("rounds", rounds as f64 * n_senders as f64)?;
         let deadline = ctx.deadline(r.deadline)?;
-        let sizes = SizeDist::resolve(
-            size_fields!(r),
-            &ctx.prefix,
-            ctx.env,
-            Some(SizeDist::Fixed(DEFAULT_INCAST_SIZE)),
-        )?;
-        Ok(Incast {
-            receiver,
-            senders,
-            rounds,
-            spacing,
-            start,
-            jitter,
-            sizes,
-            deadline,
-        })
+        let sizes =
+            SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, Some(SizeDist::Fixed(DEFAULT_INCAST_SIZE)))?;
+        Ok(Incast { receiver, senders, rounds, spacing, start, jitter, sizes, deadline })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -652,11 +530,7 @@ impl Incast {
                 }
             };
             for &src in senders {
-                let jitter = if self.jitter.0 > 0 {
-                    jitters.below(self.jitter.0.saturating_add(1))
-                } else {
-                    0
-                };
+                let jitter = if self.jitter.0 > 0 { jitters.below(self.jitter.0.saturating_add(1)) } else { 0 };
                 out.push(FlowSpec {
                     src,
                     dst: self.receiver,
@@ -694,10 +568,7 @@ impl Incast {
         t.insert("jitter".into(), json!(self.jitter.0));
         t.insert("deadline".into(), deadline_json(self.deadline));
         self.sizes.describe(&mut t, &mut d);
-        d.insert(
-            "senders_chosen_per_round".into(),
-            json!(matches!(self.senders, Senders::Random { .. })),
-        );
+        d.insert("senders_chosen_per_round".into(), json!(matches!(self.senders, Senders::Random { .. })));
         t.insert("derived".into(), Value::Object(d));
         Value::Object(t)
     }
@@ -721,28 +592,22 @@ impl Permutation {
         let hosts = ctx.hosts("hosts", r.hosts.as_ref())?;
         ctx.at_least("hosts", &hosts, 2)?;
         let n = hosts.len() as i64;
-        let shift =
-            match r.shift {
-                None => None,
-                Some(s) if s.rem_euclid(n) == 0 => return Err(ctx.out_of_range(
+        let shift = match r.shift {
+            None => None,
+            Some(s) if s.rem_euclid(n) == 0 => {
+                return Err(ctx.out_of_range(
                     "shift",
                     s,
                     &format!("not a multiple of the number of hosts ({n})"),
                     "a shift of 0 mod n would make every host send to itself; use e.g. shift = 1",
-                )),
-                Some(s) => Some(s.rem_euclid(n) as u64),
-            };
+                ))
+            }
+            Some(s) => Some(s.rem_euclid(n) as u64),
+        };
         let deadline = ctx.deadline(r.deadline)?;
         let start = r.start.unwrap_or(Time::ZERO);
         let sizes = SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, None)?;
-        Ok(Permutation {
-            hosts,
-            all_hosts,
-            shift,
-            start,
-            sizes,
-            deadline,
-        })
+        Ok(Permutation { hosts, all_hosts, shift, start, sizes, deadline })
     }
 
     /// A uniformly random derangement of 0..n (n >= 2) by rejection: about e tries.
@@ -823,10 +688,7 @@ impl Background {
                 })
             }
             (None, None) => {
-                return Err(ctx.missing(
-                    "pairs",
-                    "give pairs = [[0, 1], [2, 3]] or count = 4 (random distinct pairs)",
-                ))
+                return Err(ctx.missing("pairs", "give pairs = [[0, 1], [2, 3]] or count = 4 (random distinct pairs)"))
             }
             (Some(list), None) => {
                 if r.hosts.is_some() {
@@ -876,11 +738,7 @@ impl Background {
                     ));
                 }
                 ctx.check_count("count", count as f64)?;
-                Pairs::Random {
-                    count,
-                    hosts,
-                    all_hosts,
-                }
+                Pairs::Random { count, hosts, all_hosts }
             }
         };
         let size = r.size.unwrap_or(DEFAULT_BACKGROUND_SIZE);
@@ -892,11 +750,7 @@ impl Background {
                 "give a positive size or remove `size` for an endless flow",
             ));
         }
-        Ok(Background {
-            pairs,
-            size,
-            start: r.start.unwrap_or(Time::ZERO),
-        })
+        Ok(Background { pairs, size, start: r.start.unwrap_or(Time::ZERO) })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -951,26 +805,16 @@ impl Background {
         t.insert("pattern".into(), json!("background"));
         match &self.pairs {
             Pairs::Listed(l) => {
-                t.insert(
-                    "pairs".into(),
-                    json!(l.iter().map(|&(s, d)| [s, d]).collect::<Vec<_>>()),
-                );
+                t.insert("pairs".into(), json!(l.iter().map(|&(s, d)| [s, d]).collect::<Vec<_>>()));
             }
-            Pairs::Random {
-                count,
-                hosts,
-                all_hosts,
-            } => {
+            Pairs::Random { count, hosts, all_hosts } => {
                 t.insert("count".into(), json!(count));
                 t.insert("hosts".into(), hosts_json(*all_hosts, hosts));
             }
         }
         t.insert("size".into(), json!(self.size.0));
         t.insert("start".into(), json!(self.start.0));
-        t.insert(
-            "derived".into(),
-            json!({"endless": self.size == DEFAULT_BACKGROUND_SIZE}),
-        );
+        t.insert("derived".into(), json!({"endless": self.size == DEFAULT_BACKGROUND_SIZE}));
         Value::Object(t)
     }
 }
@@ -992,11 +836,7 @@ pub(crate) struct FlowList {
 }
 
 impl FlowList {
-    fn build(
-        file: Option<String>,
-        format: ListFormat,
-        ctx: &Ctx,
-    ) -> Result<FlowList, WorkloadError> {
+    fn build(file: Option<String>, format: ListFormat, ctx: &Ctx) -> Result<FlowList, WorkloadError> {
         let hint = match format {
             ListFormat::Csv(_) => "set file = \"flows.csv\" (a CSV with header src,dst,size,start)",
             ListFormat::Hpcc => "set file = \"flow.txt\" (HPCC's flow file)",
@@ -1010,9 +850,7 @@ impl FlowList {
             reason: e.to_string(),
         })?;
         let parsed = match format {
-            ListFormat::Csv(unit) => {
-                flowfile::parse_csv(&text, unit.picoseconds(), ctx.env.num_hosts)
-            }
+            ListFormat::Csv(unit) => flowfile::parse_csv(&text, unit.picoseconds(), ctx.env.num_hosts),
             ListFormat::Hpcc => flowfile::parse_hpcc(&text, ctx.env.num_hosts),
         };
         let flows = parsed.map_err(|(line, problem)| WorkloadError::FlowFile {
@@ -1021,12 +859,7 @@ impl FlowList {
             line,
             problem,
         })?;
-        Ok(FlowList {
-            format,
-            given,
-            resolved,
-            flows,
-        })
+        Ok(FlowList { format, given, resolved, flows })
     }
 
     fn describe(&self) -> Value {
@@ -1042,11 +875,7 @@ impl FlowList {
                 t.insert("file".into(), json!(self.given));
             }
         }
-        let bytes: u64 = self
-            .flows
-            .iter()
-            .map(|f| f.size.0)
-            .fold(0, u64::saturating_add);
+        let bytes: u64 = self.flows.iter().map(|f| f.size.0).fold(0, u64::saturating_add);
         t.insert(
             "derived".into(),
             json!({"path": self.resolved.display().to_string(), "flows": self.flows.len(), "total_bytes": bytes}),
@@ -1079,25 +908,15 @@ fn json_type(v: &Value) -> &'static str {
 
 impl Component {
     /// Validate table `index` of the scenario's `[[workload]]` list.
-    pub(crate) fn build(
-        index: usize,
-        v: &Value,
-        env: &WorkloadEnv,
-    ) -> Result<Component, WorkloadError> {
+    pub(crate) fn build(index: usize, v: &Value, env: &WorkloadEnv) -> Result<Component, WorkloadError> {
         let prefix = format!("workload[{index}]");
         let Some(obj) = v.as_object() else {
-            return Err(WorkloadError::NotATable {
-                field: prefix,
-                got: json_type(v).into(),
-            });
+            return Err(WorkloadError::NotATable { field: prefix, got: json_type(v).into() });
         };
         let ctx = Ctx { prefix, env };
         let pattern = match obj.get("pattern") {
             None => {
-                return Err(ctx.missing(
-                    "pattern",
-                    &format!("set pattern to one of: {}", super::PATTERNS.join(", ")),
-                ))
+                return Err(ctx.missing("pattern", &format!("set pattern to one of: {}", super::PATTERNS.join(", "))))
             }
             Some(Value::String(s)) => s.as_str(),
             Some(other) => {
@@ -1110,20 +929,11 @@ impl Component {
         };
         let p = &ctx.prefix;
         Ok(match pattern {
-            "poisson" => {
-                Component::Poisson(Poisson::build(raw::parse_table(obj, p, pattern)?, &ctx)?)
-            }
-            "left_right" => {
-                Component::LeftRight(LeftRight::build(raw::parse_table(obj, p, pattern)?, &ctx)?)
-            }
+            "poisson" => Component::Poisson(Poisson::build(raw::parse_table(obj, p, pattern)?, &ctx)?),
+            "left_right" => Component::LeftRight(LeftRight::build(raw::parse_table(obj, p, pattern)?, &ctx)?),
             "incast" => Component::Incast(Incast::build(raw::parse_table(obj, p, pattern)?, &ctx)?),
-            "permutation" => Component::Permutation(Permutation::build(
-                raw::parse_table(obj, p, pattern)?,
-                &ctx,
-            )?),
-            "background" => {
-                Component::Background(Background::build(raw::parse_table(obj, p, pattern)?, &ctx)?)
-            }
+            "permutation" => Component::Permutation(Permutation::build(raw::parse_table(obj, p, pattern)?, &ctx)?),
+            "background" => Component::Background(Background::build(raw::parse_table(obj, p, pattern)?, &ctx)?),
             "explicit" => {
                 let r: RawExplicit = raw::parse_table(obj, p, pattern)?;
                 let unit = r.time_unit.unwrap_or(TimeUnit::Us);
@@ -1133,12 +943,7 @@ impl Component {
                 let r: RawHpcc = raw::parse_table(obj, p, pattern)?;
                 Component::FlowList(FlowList::build(r.file, ListFormat::Hpcc, &ctx)?)
             }
-            other => {
-                return Err(WorkloadError::UnknownPattern {
-                    field: ctx.field("pattern"),
-                    got: other.to_string(),
-                })
-            }
+            other => return Err(WorkloadError::UnknownPattern { field: ctx.field("pattern"), got: other.to_string() }),
         })
     }
 

@@ -75,9 +75,7 @@ impl<'de> Deserialize<'de> for SendersVal {
                 Ok(SendersVal::Count(n))
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<SendersVal, E> {
-                u64::try_from(n)
-                    .map(SendersVal::Count)
-                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+                u64::try_from(n).map(SendersVal::Count).map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SendersVal, A::Error> {
                 let mut v = Vec::new();
@@ -310,9 +308,7 @@ pub(crate) fn expected_form(field: &str) -> &'static str {
         }
         "size" | "cdf_packet_size" => "a size: a string such as \"64KB\" or a number of bytes",
         "uniform" => "a table {min = \"2KB\", max = \"198KB\"}",
-        "deadline" => {
-            "a table {min = \"1ms\", max = \"5ms\"} of deadlines relative to the flow's start"
-        }
+        "deadline" => "a table {min = \"1ms\", max = \"5ms\"} of deadlines relative to the flow's start",
         "hosts" => "\"all\" or a list of host indices, e.g. [0, 1, 2]",
         "senders" => "a number of random senders per round or a list of host indices",
         "receiver" => "a host index",
@@ -381,25 +377,19 @@ mod tests {
     #[test]
     fn errors_point_at_the_field() {
         let t = json!({"pattern": "poisson", "load": "high", "flows": 5});
-        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[3]", "poisson")
-            .unwrap_err();
+        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[3]", "poisson").unwrap_err();
         assert_eq!(e.field(), "workload[3].load");
         assert!(matches!(e, WorkloadError::InvalidValue { .. }));
         let t = json!({"duration": "10 parsecs"});
-        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson")
-            .unwrap_err();
+        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson").unwrap_err();
         assert_eq!(e.field(), "workload[0].duration");
         assert!(e.to_string().contains("parsecs"), "{e}");
         let t = json!({"deadline": {"min": "1ms", "mx": "2ms"}});
-        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson")
-            .unwrap_err();
+        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson").unwrap_err();
         assert_eq!(e.field(), "workload[0].deadline");
         let t = json!({"lod": 0.5});
-        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson")
-            .unwrap_err();
-        assert!(
-            matches!(&e, WorkloadError::UnknownField { field, .. } if field == "workload[0].lod")
-        );
+        let e = parse_table::<RawPoisson>(t.as_object().unwrap(), "workload[0]", "poisson").unwrap_err();
+        assert!(matches!(&e, WorkloadError::UnknownField { field, .. } if field == "workload[0].lod"));
         assert!(e.to_string().contains("load"), "{e}");
     }
 
@@ -412,19 +402,11 @@ mod tests {
         assert_eq!(r.start, Some(Time(1000)));
         assert_eq!(r.round_interval, Some(Time::us(10)));
         let t = json!({"senders": [1, 2], "hosts": "all"});
-        let r: RawIncast = parse_table(
-            &json!({"senders": [1, 2]}).as_object().unwrap().clone(),
-            "w",
-            "incast",
-        )
-        .unwrap();
+        let r: RawIncast =
+            parse_table(&json!({"senders": [1, 2]}).as_object().unwrap().clone(), "w", "incast").unwrap();
         assert!(matches!(r.senders, Some(SendersVal::List(ref v)) if v == &[1, 2]));
-        let r: RawPermutation = parse_table(
-            &json!({"hosts": "all"}).as_object().unwrap().clone(),
-            "w",
-            "permutation",
-        )
-        .unwrap();
+        let r: RawPermutation =
+            parse_table(&json!({"hosts": "all"}).as_object().unwrap().clone(), "w", "permutation").unwrap();
         assert!(matches!(r.hosts, Some(HostsVal::All)));
         let e = parse_table::<RawIncast>(t.as_object().unwrap(), "w", "incast").unwrap_err();
         assert_eq!(e.field(), "w.hosts");

@@ -46,15 +46,11 @@ impl SizeDist {
         env: &WorkloadEnv,
         default: Option<SizeDist>,
     ) -> Result<SizeDist, WorkloadError> {
-        let given: Vec<&str> = [
-            ("size", f.size.is_some()),
-            ("uniform", f.uniform.is_some()),
-            ("cdf", f.cdf.is_some()),
-        ]
-        .iter()
-        .filter(|(_, g)| *g)
-        .map(|(n, _)| *n)
-        .collect();
+        let given: Vec<&str> = [("size", f.size.is_some()), ("uniform", f.uniform.is_some()), ("cdf", f.cdf.is_some())]
+            .iter()
+            .filter(|(_, g)| *g)
+            .map(|(n, _)| *n)
+            .collect();
         if given.len() > 1 {
             return Err(WorkloadError::Conflict {
                 field: field(prefix, given[1]),
@@ -78,7 +74,9 @@ impl SizeDist {
                     },
                     None => WorkloadError::MissingField {
                         field: field(prefix, "cdf"),
-                        hint: format!("`{name}` only applies to a CDF; add `cdf = \"websearch\"` (or a file) or remove `{name}`"),
+                        hint: format!(
+                            "`{name}` only applies to a CDF; add `cdf = \"websearch\"` (or a file) or remove `{name}`"
+                        ),
                     },
                 });
             }
@@ -103,10 +101,7 @@ impl SizeDist {
                     hint: "give e.g. uniform = {min = \"2KB\", max = \"198KB\"}".into(),
                 });
             }
-            return Ok(SizeDist::Uniform {
-                min: u.min,
-                max: u.max,
-            });
+            return Ok(SizeDist::Uniform { min: u.min, max: u.max });
         }
         let Some(name) = f.cdf else {
             return default.ok_or_else(|| WorkloadError::MissingField {
@@ -132,10 +127,7 @@ impl SizeDist {
                 line: e.line,
                 problem: e.problem,
             })?;
-            return Ok(SizeDist::Cdf {
-                cdf,
-                source: CdfSource::Shipped(shipped),
-            });
+            return Ok(SizeDist::Cdf { cdf, source: CdfSource::Shipped(shipped) });
         }
         let resolved = env.base_dir.join(&name);
         let text = std::fs::read_to_string(&resolved).map_err(|e| WorkloadError::CdfNotFound {
@@ -164,13 +156,7 @@ impl SizeDist {
             line: e.line,
             problem: e.problem,
         })?;
-        Ok(SizeDist::Cdf {
-            cdf,
-            source: CdfSource::File {
-                given: name,
-                resolved,
-            },
-        })
+        Ok(SizeDist::Cdf { cdf, source: CdfSource::File { given: name, resolved } })
     }
 
     /// Mean of the sizes [`SizeDist::sample`] draws, in bytes.

@@ -122,7 +122,8 @@ pub fn bottleneck_port(out: &RunOutput, host: u32) -> u32 {
 /// (utilization, average queue bytes) of `port` over samples in (t0, t1].
 pub fn port_stats(out: &RunOutput, port: u32, t0: Time, t1: Time) -> (f64, f64) {
     let l = &out.link_samples;
-    let idx: Vec<usize> = (0..l.t_ps.len()).filter(|&i| l.port[i] == port && l.t_ps[i] > t0.0 && l.t_ps[i] <= t1.0).collect();
+    let idx: Vec<usize> =
+        (0..l.t_ps.len()).filter(|&i| l.port[i] == port && l.t_ps[i] > t0.0 && l.t_ps[i] <= t1.0).collect();
     let util = idx.iter().map(|&i| l.utilization[i]).sum::<f64>() / idx.len() as f64;
     let nsamples = idx.len() as f64;
     let q = &out.queue_samples;

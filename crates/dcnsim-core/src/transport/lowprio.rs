@@ -1,0 +1,994 @@
+//! The low-priority opportunistic loop and the dual-loop engine that RC3 and PPT share.
+//!
+//! # What is modelled
+//! A flow runs two control loops over one send buffer (RC3, Mittal et al. NSDI 2014, §3;
+//! PPT, Suo et al. SIGCOMM 2024, §3 and §5):
+//! - the **high-priority loop (HCP)** is an unmodified [`TcpSender`]/[`TcpReceiver`] (DCTCP or
+//!   TCP) sending from the head of the buffer;
+//! - the **low-priority loop (LCP)** ([`LpSender`], [`LpReceiver`]) sends *opportunistic*
+//!   packets (flag `OPPORTUNISTIC`, lower classes) from the tail of the buffer backwards, one
+//!   MSS-grid segment at a time, and never below the highest byte the HCP has sent (the loops
+//!   "meet in the middle"). The LCP never retransmits: a lost opportunistic packet is left for
+//!   the HCP, which sends every byte not known to be delivered.
+//!
+//! LCP state machine ([`LpSender`]): `open(I, rtt)` starts a loop with an initial window of
+//! `I` bytes, either paced evenly over one RTT (PPT §3.2: rate I/RTT) or sent at once (RC3's
+//! line-rate first window, PPT "w/o EWD"). The receiver returns one low-priority ACK per
+//! `ack_every` (= 2) opportunistic packets. Each LP ACK releases packets according to
+//! [`Release`]: `Ewd` one packet per ACK (so the window halves every RTT: PPT's exponential
+//! window decrease), `Clock` one packet per packet acknowledged (constant window: RC3's ACK
+//! clocking). With `ecn` on, opportunistic packets are ECN-capable and an LP ACK whose ECE
+//! bit is set releases nothing (PPT §3.2, first remark). A loop ends when `idle_rtts` (= 2)
+//! RTTs pass without an LP ACK (PPT §3.2, second remark) or when the tail reaches the HCP.
+//!
+//! Meeting in the middle (PPT §5.2): every LP ACK names the byte ranges of the opportunistic
+//! packets it acknowledges; the HCP's ACKs also carry the receiver's lowest out-of-order block
+//! (its SACK block). The sender keeps these *known delivered* ranges and hands each to the
+//! HCP's scoreboard ([`TcpSender::mark_delivered`]) when the HCP comes within reach of it, so
+//! the HCP skips them; when the receiver's cumulative ACK jumps over LCP data, the HCP's
+//! `snd_una`/`snd_nxt` jump with it (the embedded sender accepts ACKs above `snd_max`).
+//!
+//! # Header layout
+//! - LP data (`kind = KIND_LP_DATA`, flags `DATA | OPPORTUNISTIC`): `seq` = byte offset,
+//!   `payload` <= MSS on the MSS grid, `ts` = send time, `ecn = Ect` iff LCP ECN is on.
+//! - LP ACK (`kind = KIND_LP_ACK`, `ctrl_size` bytes, class of the data it answers):
+//!   first range `[seq, seq + rank)`, second range `[aux, aux + (aux2 & LP_LEN_MASK))` (empty
+//!   when one packet is acknowledged), `aux2` bit 31 = ECE (some acknowledged packet was CE),
+//!   `ack` = the receiver's cumulative ACK, `ts` = echoed send time of the last packet.
+//!
+//! Timers (token kinds, generation from a [`TimerSlot`]): [`TIMER_LP_PACE`],
+//! [`TIMER_LP_IDLE`] at the sender, [`TIMER_LP_OPEN`] for a delayed loop start.
+//!
+//! # Choices where the papers leave room
+//! - The delivered ranges are handed to the HCP lazily (only once the HCP could reach them
+//!   in the current call): the embedded RFC 6675 sender counts SACKed bytes above a hole as
+//!   loss evidence, so ranges far above its window would make any later duplicate ACK look
+//!   like a loss of everything outstanding. Near the crossing point that effect remains (as
+//!   it does in the Linux prototype, which SACK-tags LCP data too).
+//! - Opportunistic data is stored by the same [`TcpReceiver`] (so completion is reported
+//!   exactly once, when every byte is held, whichever loop brought it); the ACKs it would
+//!   generate for an opportunistic packet are forwarded to the HCP only when they advance
+//!   the cumulative ACK (the loops crossed), never as duplicate ACKs.
+//! - The initial window in packets is I / MSS rounded to the nearest integer; a window
+//!   below half a packet opens no loop.
+//! - A packet released while nothing is left between the HCP and the tail is not sent and
+//!   the loop closes.
+//! - The RTT used for pacing and the idle timeout is max(base RTT, HCP smoothed RTT).
+
+use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
+use crate::transport::tcp::{
+    ack_after_completion, ConstPrio, FlowCtx, PriorityPolicy, TcpParams, TcpReceiver, TcpSender, KIND_ACK, KIND_DATA,
+    TIMER_DELACK, TIMER_RTO,
+};
+use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, TimerSlot};
+use crate::units::Time;
+
+/// `Packet::kind` of an opportunistic data packet.
+pub const KIND_LP_DATA: u8 = 16;
+/// `Packet::kind` of a low-priority ACK.
+pub const KIND_LP_ACK: u8 = 17;
+/// Timer kind: the next paced opportunistic packet.
+pub const TIMER_LP_PACE: u8 = 16;
+/// Timer kind: check whether the loop has been idle for `idle_rtts` RTTs.
+pub const TIMER_LP_IDLE: u8 = 17;
+/// Timer kind: a delayed loop initialisation (PPT case 1 for identified large flows).
+pub const TIMER_LP_OPEN: u8 = 18;
+/// LP ACK `aux2` bit: ECN-Echo.
+pub const LP_ACK_ECE: u32 = 1 << 31;
+/// LP ACK `aux2` bits: length of the second acknowledged range.
+pub const LP_LEN_MASK: u32 = LP_ACK_ECE - 1;
+
+/// How an LP ACK releases new opportunistic packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// One packet per (non-ECE) LP ACK: the window halves every RTT (PPT EWD).
+    Ewd,
+    /// One packet per packet acknowledged: constant window (RC3 ACK clocking).
+    Clock,
+    /// Nothing: only the initial window is sent (the "hypothetical DCTCP" refill per RTT).
+    None,
+}
+
+/// Parameters of the low-priority loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LpParams {
+    pub mss: u64,
+    pub header: u64,
+    pub ctrl_size: u64,
+    /// Opportunistic packets are ECN-capable (ECT).
+    pub ect: bool,
+    /// An LP ACK with ECE set releases nothing.
+    pub react_ece: bool,
+    pub release: Release,
+    /// Pace the initial window over one RTT (else send it at once).
+    pub pace: bool,
+    /// Close the loop after this many RTTs without an LP ACK.
+    pub idle_rtts: u32,
+    /// The receiver sends one LP ACK per this many opportunistic packets.
+    pub ack_every: u32,
+}
+
+/// What an LCP call needs besides the loop's own state.
+pub struct LpCx<'a> {
+    pub now: Time,
+    pub flow: &'a FlowInfo,
+    pub p: &'a LpParams,
+    pub out: &'a mut Actions,
+    /// Never send below this byte offset (the HCP's highest byte sent + 1).
+    pub floor: u64,
+    /// End of the application data currently in the send buffer.
+    pub buf_end: u64,
+    /// Class of an opportunistic packet starting at the given offset.
+    pub prio: &'a dyn Fn(u64) -> u8,
+}
+
+/// Counters of one flow's low-priority loop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LpStats {
+    pub loops: u32,
+    pub pkts: u64,
+    pub bytes: u64,
+    pub acks: u64,
+    pub ece_acks: u64,
+}
+
+/// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
+pub(crate) fn insert_range(v: &mut Vec<(u64, u64)>, a: u64, b: u64) {
+    if a >= b {
+        return;
+    }
+    let i = v.partition_point(|&(_, y)| y < a);
+    let mut j = i;
+    let (mut na, mut nb) = (a, b);
+    while j < v.len() && v[j].0 <= b {
+        na = na.min(v[j].0);
+        nb = nb.max(v[j].1);
+        j += 1;
+    }
+    if j == i + 1 && v[i] == (na, nb) {
+        return;
+    }
+    v.splice(i..j, std::iter::once((na, nb)));
+}
+
+/// The sending half of a low-priority opportunistic loop.
+#[derive(Clone, Debug)]
+pub struct LpSender {
+    id: FlowId,
+    size: u64,
+    open: bool,
+    to_pace: u64,
+    pace_gap: Time,
+    pace: TimerSlot,
+    idle: TimerSlot,
+    last_ack: Time,
+    idle_len: Time,
+    /// Ranges this loop has sent (sorted, disjoint).
+    sent: Vec<(u64, u64)>,
+    /// Ranges known delivered, not yet handed to the HCP (sorted, disjoint).
+    delivered: Vec<(u64, u64)>,
+    stats: LpStats,
+}
+
+impl LpSender {
+    pub fn new(flow: &FlowInfo) -> LpSender {
+        LpSender {
+            id: flow.id,
+            size: flow.size.0,
+            open: false,
+            to_pace: 0,
+            pace_gap: Time::ZERO,
+            pace: TimerSlot::default(),
+            idle: TimerSlot::default(),
+            last_ack: Time::ZERO,
+            idle_len: Time::ZERO,
+            sent: Vec::new(),
+            delivered: Vec::new(),
+            stats: LpStats::default(),
+        }
+    }
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+    pub fn stats(&self) -> LpStats {
+        self.stats
+    }
+    /// Ranges sent by this loop.
+    pub fn sent(&self) -> &[(u64, u64)] {
+        &self.sent
+    }
+    /// Known-delivered ranges not yet handed to the HCP.
+    pub fn pending_delivered(&self) -> &[(u64, u64)] {
+        &self.delivered
+    }
+    /// Opportunistic packets still to be paced out of the initial window.
+    pub fn to_pace(&self) -> u64 {
+        self.to_pace
+    }
+
+    /// Start a loop with an initial window of `init_bytes`; returns false (and stays closed)
+    /// if a loop is already open, the window is below half a packet, or nothing is left.
+    pub fn open(&mut self, lx: &mut LpCx, init_bytes: u64, rtt: Time) -> bool {
+        let mss = lx.p.mss;
+        let n = (init_bytes + mss / 2) / mss;
+        if self.open || n == 0 || self.next_segment(lx.floor, lx.buf_end, mss).is_none() {
+            return false;
+        }
+        self.open = true;
+        self.stats.loops += 1;
+        self.last_ack = lx.now;
+        self.idle_len = rtt * lx.p.idle_rtts.max(1) as u64;
+        let g = self.idle.arm(lx.now + self.idle_len);
+        lx.out.timer(lx.now + self.idle_len, token(self.id, TIMER_LP_IDLE, g));
+        if lx.p.pace && n > 1 {
+            self.pace_gap = Time(rtt.0 / n);
+            self.to_pace = n - 1;
+            if self.send_one(lx) {
+                let at = lx.now + self.pace_gap;
+                let g = self.pace.arm(at);
+                lx.out.timer(at, token(self.id, TIMER_LP_PACE, g));
+            }
+        } else {
+            for _ in 0..n {
+                if !self.send_one(lx) {
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    /// End the loop (timers become stale).
+    pub fn close(&mut self) {
+        self.open = false;
+        self.to_pace = 0;
+        self.pace.cancel();
+        self.idle.cancel();
+    }
+
+    /// Record bytes the receiver is known to hold.
+    pub fn note_delivered(&mut self, a: u64, b: u64) {
+        insert_range(&mut self.delivered, a, b.min(self.size));
+    }
+
+    /// Hand every known-delivered range starting below `horizon` to `f` and forget it.
+    pub fn hand_over(&mut self, horizon: u64, mut f: impl FnMut(u64, u64)) {
+        let k = self.delivered.partition_point(|&(a, _)| a < horizon);
+        if k > 0 {
+            for &(a, b) in &self.delivered[..k] {
+                f(a, b);
+            }
+            self.delivered.drain(..k);
+        }
+    }
+
+    /// Process an LP ACK (`kind == KIND_LP_ACK`).
+    pub fn on_ack(&mut self, lx: &mut LpCx, pkt: &Packet) {
+        let (r1, r2, ece) = parse_lp_ack(pkt);
+        let count = (r1.1 > r1.0) as u64 + (r2.1 > r2.0) as u64;
+        self.note_delivered(r1.0, r1.1);
+        self.note_delivered(r2.0, r2.1);
+        self.stats.acks += 1;
+        if !self.open {
+            return;
+        }
+        self.last_ack = lx.now;
+        if ece && lx.p.react_ece {
+            self.stats.ece_acks += 1;
+            return;
+        }
+        let n = match lx.p.release {
+            Release::Ewd => 1,
+            Release::Clock => count.max(1),
+            Release::None => 0,
+        };
+        for _ in 0..n {
+            if !self.send_one(lx) {
+                break;
+            }
+        }
+    }
+
+    /// Handle a firing LP timer (`kind` is [`TIMER_LP_PACE`] or [`TIMER_LP_IDLE`]).
+    // `fire` disarms the slot: keeping it out of a match guard keeps that side effect visible.
+    #[allow(clippy::collapsible_match)]
+    pub fn on_timer(&mut self, lx: &mut LpCx, kind: u8, gen: u32) {
+        match kind {
+            TIMER_LP_PACE => {
+                if self.pace.fire(gen) && self.open && self.to_pace > 0 {
+                    self.to_pace -= 1;
+                    if self.send_one(lx) && self.to_pace > 0 {
+                        let at = lx.now + self.pace_gap;
+                        let g = self.pace.arm(at);
+                        lx.out.timer(at, token(self.id, TIMER_LP_PACE, g));
+                    }
+                }
+            }
+            TIMER_LP_IDLE => {
+                if self.idle.fire(gen) && self.open {
+                    let due = self.last_ack + self.idle_len;
+                    if lx.now >= due {
+                        self.close();
+                    } else {
+                        let g = self.idle.arm(due);
+                        lx.out.timer(due, token(self.id, TIMER_LP_IDLE, g));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The highest MSS-grid segment below the buffer end that this loop has not sent and
+    /// that lies above `floor`.
+    fn next_segment(&self, floor: u64, buf_end: u64, mss: u64) -> Option<(u64, u64)> {
+        let mut end = if buf_end >= self.size { self.size } else { (buf_end / mss) * mss };
+        for &(a, b) in self.sent.iter().rev() {
+            if a >= end {
+                continue;
+            }
+            if b >= end {
+                end = a;
+            } else {
+                break;
+            }
+        }
+        if end <= floor || end == 0 {
+            return None;
+        }
+        let start = (((end - 1) / mss) * mss).max(floor);
+        Some((start, end))
+    }
+
+    /// Send one opportunistic packet; false (and the loop closes) if nothing is left.
+    fn send_one(&mut self, lx: &mut LpCx) -> bool {
+        let Some((s, e)) = self.next_segment(lx.floor, lx.buf_end, lx.p.mss) else {
+            self.close();
+            return false;
+        };
+        let payload = e - s;
+        lx.out.send(Packet {
+            src: lx.flow.src,
+            dst: lx.flow.dst,
+            flow: self.id,
+            size: (payload + lx.p.header) as u32,
+            payload: payload as u32,
+            prio: (lx.prio)(s),
+            ecn: if lx.p.ect { Ecn::Ect } else { Ecn::NotEct },
+            flags: PacketFlags(PacketFlags::DATA | PacketFlags::OPPORTUNISTIC),
+            kind: KIND_LP_DATA,
+            seq: s,
+            ts: lx.now,
+            ..Packet::default()
+        });
+        insert_range(&mut self.sent, s, e);
+        self.stats.pkts += 1;
+        self.stats.bytes += payload;
+        true
+    }
+}
+
+/// Decode an LP ACK: (first range, second range, ECE).
+pub fn parse_lp_ack(pkt: &Packet) -> ((u64, u64), (u64, u64), bool) {
+    let r1 = (pkt.seq, pkt.seq + pkt.rank as u64);
+    let len2 = (pkt.aux2 & LP_LEN_MASK) as u64;
+    let r2 = (pkt.aux, pkt.aux + len2);
+    (r1, r2, pkt.aux2 & LP_ACK_ECE != 0)
+}
+
+/// The receiving half of a low-priority loop: one LP ACK per `ack_every` opportunistic
+/// packets. It does not store data (the embedding transport's receiver does).
+#[derive(Clone, Debug, Default)]
+pub struct LpReceiver {
+    pending: u32,
+    first: (u64, u64),
+    ce: bool,
+    pkts: u64,
+}
+
+impl LpReceiver {
+    pub fn new() -> LpReceiver {
+        LpReceiver::default()
+    }
+    /// Opportunistic packets received.
+    pub fn packets(&self) -> u64 {
+        self.pkts
+    }
+    /// Account an opportunistic packet; returns the LP ACK to send, if this packet completes
+    /// a group of `ack_every`. `rcv_nxt` is the receiver's cumulative ACK after storing it.
+    pub fn on_data(&mut self, p: &LpParams, flow: &FlowInfo, pkt: &Packet, rcv_nxt: u64) -> Option<Packet> {
+        self.pkts += 1;
+        let r = (pkt.seq, pkt.seq + pkt.payload as u64);
+        let ce = pkt.ecn == Ecn::Ce;
+        if self.pending == 0 {
+            self.first = r;
+            self.ce = ce;
+        } else {
+            self.ce |= ce;
+        }
+        self.pending += 1;
+        if self.pending < p.ack_every.max(1) {
+            return None;
+        }
+        let (r1, r2) = if self.pending == 1 { (r, (0, 0)) } else { (self.first, r) };
+        let mut aux2 = ((r2.1 - r2.0) as u32) & LP_LEN_MASK;
+        if self.ce {
+            aux2 |= LP_ACK_ECE;
+        }
+        self.pending = 0;
+        self.ce = false;
+        Some(Packet {
+            src: flow.dst,
+            dst: flow.src,
+            flow: flow.id,
+            size: p.ctrl_size as u32,
+            payload: 0,
+            prio: pkt.prio,
+            ecn: Ecn::NotEct,
+            flags: PacketFlags::default(),
+            kind: KIND_LP_ACK,
+            seq: r1.0,
+            rank: (r1.1 - r1.0) as u32,
+            aux: r2.0,
+            aux2,
+            ack: rcv_nxt,
+            ts: pkt.ts,
+            ..Packet::default()
+        })
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The dual-loop engine
+// ------------------------------------------------------------------------------------------
+
+/// When low-priority loops open.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpenPolicy {
+    /// RC3: one loop at flow start with I = BDP - initial window, never reopened.
+    AtStart,
+    /// PPT §3.1: case 1 at start (I = BDP - initial window; one RTT later for identified
+    /// large flows), case 2 after start-up whenever DCTCP's alpha is the minimum of the last
+    /// `alpha_window` rounds (I = (1/2 - alpha_min) x W_max).
+    Intermittent { case2: bool, alpha_window: usize, delay_large: bool },
+    /// PPT §2.3's "hypothetical DCTCP": at every HCP round a fresh loop sends
+    /// MW - cwnd bytes paced over the round, where MW = max(path BDP, largest cwnd so far)
+    /// stands in for the maximum window recorded in a previous plain-DCTCP run.
+    Hypothetical,
+}
+
+/// How packets are classed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tagging {
+    /// RC3: HCP in `hcp`; opportunistic packets by distance from the end of the flow: the
+    /// last `levels[0]` packets in class `first_lp`, the next `levels[1]` in `first_lp + 1`,
+    /// ..., the rest in `first_lp + levels.len()`.
+    Rc3 { hcp: u8, first_lp: u8, levels: Vec<u64> },
+    /// PPT §4.2 mirror-symmetric tagging: HCP in `0..half`, LCP in `half..2 half`; identified
+    /// large flows use the last class of each half, others start at the first and are
+    /// demoted by `mlfq` (bytes sent by both loops). `scheduling = false` puts every HCP
+    /// packet in class 0 and every LCP packet in class `half`.
+    Mirror { mlfq: crate::transport::tagging::Mlfq, half: u8, scheduling: bool },
+}
+
+/// Parameters of a dual-loop transport.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DualParams {
+    pub name: &'static str,
+    pub tcp: TcpParams,
+    pub lp: LpParams,
+    /// Run the low-priority loop at all.
+    pub lcp: bool,
+    pub open: OpenPolicy,
+    pub tagging: Tagging,
+    /// Application send buffer (bytes): the first write is min(size, send_buffer) and the
+    /// tail the LCP sends from is min(size, snd_una + send_buffer).
+    pub send_buffer: u64,
+    /// Flows whose first write exceeds this are identified as large (None: never).
+    pub identify_above: Option<u64>,
+    /// Emulate a per-class admission limit for low-priority packets: the receiver discards
+    /// CE-marked opportunistic packets (see rc3.rs).
+    pub discard_ce_lp: bool,
+    /// Class of HCP ACKs.
+    pub ack_prio: u8,
+}
+
+struct SndFlow {
+    hcp: TcpSender,
+    lp: LpSender,
+    large: bool,
+    startup_over: bool,
+    w_max: u64,
+    round_end: u64,
+    alphas: [f64; 32],
+    n_alpha: usize,
+    open_timer: TimerSlot,
+}
+
+struct RcvFlow {
+    tcp: TcpReceiver,
+    lp: LpReceiver,
+    last_ack: u64,
+}
+
+#[derive(Default)]
+enum Half<T> {
+    #[default]
+    Idle,
+    Active(Box<T>),
+    Done,
+}
+
+#[derive(Default)]
+struct Slot {
+    snd: Half<SndFlow>,
+    rcv: Half<RcvFlow>,
+    stats: FlowStats,
+    lp_stats: LpStats,
+}
+
+/// The HCP's priority policy for one call.
+struct HcpPolicy<'a> {
+    tagging: &'a Tagging,
+    large: bool,
+    extra: u64,
+    ack: u8,
+}
+
+impl HcpPolicy<'_> {
+    fn hcp_class(&self, sent: u64) -> u8 {
+        match self.tagging {
+            Tagging::Rc3 { hcp, .. } => *hcp,
+            Tagging::Mirror { mlfq, half, scheduling } => {
+                if !*scheduling {
+                    0
+                } else if self.large {
+                    half - 1
+                } else {
+                    mlfq.class(sent + self.extra).min(half - 1)
+                }
+            }
+        }
+    }
+}
+
+impl PriorityPolicy for HcpPolicy<'_> {
+    fn prio(&self, _flow: &FlowInfo, bytes_sent_before: u64, _seq: u64) -> u8 {
+        self.hcp_class(bytes_sent_before)
+    }
+    fn ack_prio(&self, _flow: &FlowInfo, _data_prio: u8) -> u8 {
+        self.ack
+    }
+}
+
+/// HCP + LCP for every host of a run (the engine behind `rc3` and `ppt`).
+pub struct DualLoop {
+    p: DualParams,
+    slots: Vec<Slot>,
+    scratch: Actions,
+}
+
+/// Per-flow observations for tests and diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DualView {
+    pub large: bool,
+    pub lp_open: bool,
+    pub lp: LpStats,
+    pub cwnd: u64,
+    pub alpha: f64,
+    pub w_max: u64,
+    pub startup_over: bool,
+    pub snd_una: u64,
+    pub snd_max: u64,
+}
+
+impl DualLoop {
+    pub fn new(p: DualParams) -> DualLoop {
+        DualLoop { p, slots: Vec::new(), scratch: Actions::new() }
+    }
+    pub fn params(&self) -> &DualParams {
+        &self.p
+    }
+    /// State of a live sender.
+    pub fn view(&self, flow: FlowId) -> Option<DualView> {
+        match self.slots.get(flow as usize).map(|s| &s.snd) {
+            Some(Half::Active(f)) => Some(DualView {
+                large: f.large,
+                lp_open: f.lp.is_open(),
+                lp: f.lp.stats(),
+                cwnd: f.hcp.cwnd(),
+                alpha: f.hcp.alpha(),
+                w_max: f.w_max,
+                startup_over: f.startup_over,
+                snd_una: f.hcp.snd_una(),
+                snd_max: f.hcp.snd_max(),
+            }),
+            _ => None,
+        }
+    }
+    /// Low-priority counters of a flow (live or finished).
+    pub fn lp_stats(&self, flow: FlowId) -> LpStats {
+        match self.slots.get(flow as usize) {
+            Some(Slot { snd: Half::Active(f), .. }) => f.lp.stats(),
+            Some(s) => s.lp_stats,
+            None => LpStats::default(),
+        }
+    }
+    /// The live HCP sender of a flow.
+    pub fn hcp(&self, flow: FlowId) -> Option<&TcpSender> {
+        match self.slots.get(flow as usize).map(|s| &s.snd) {
+            Some(Half::Active(f)) => Some(&f.hcp),
+            _ => None,
+        }
+    }
+    /// The live LCP sender of a flow.
+    pub fn lcp(&self, flow: FlowId) -> Option<&LpSender> {
+        match self.slots.get(flow as usize).map(|s| &s.snd) {
+            Some(Half::Active(f)) => Some(&f.lp),
+            _ => None,
+        }
+    }
+    /// The live receiver of a flow.
+    pub fn receiver(&self, flow: FlowId) -> Option<&TcpReceiver> {
+        match self.slots.get(flow as usize).map(|s| &s.rcv) {
+            Some(Half::Active(r)) => Some(&r.tcp),
+            _ => None,
+        }
+    }
+    pub fn receiver_complete(&self, flow: FlowId) -> bool {
+        matches!(self.slots.get(flow as usize).map(|s| &s.rcv), Some(Half::Done))
+    }
+    pub fn sender_done(&self, flow: FlowId) -> bool {
+        matches!(self.slots.get(flow as usize).map(|s| &s.snd), Some(Half::Done))
+    }
+
+    fn ensure(&mut self, n: usize) {
+        if self.slots.len() < n {
+            self.slots.resize_with(n, Slot::default);
+        }
+    }
+}
+
+fn rtt_of(f: &SndFlow, info: &FlowInfo) -> Time {
+    f.hcp.srtt().unwrap_or(info.base_rtt).max(info.base_rtt)
+}
+
+fn lp_class(p: &DualParams, f: &SndFlow, info: &FlowInfo, seq: u64) -> u8 {
+    match &p.tagging {
+        Tagging::Rc3 { .. } => lp_class_rc3(p, info, seq),
+        Tagging::Mirror { half, .. } => {
+            let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
+            pol.hcp_class(f.hcp.bytes_sent()) + half
+        }
+    }
+}
+
+/// Run one LCP operation with a context built from the flow's HCP state.
+fn with_lcp(
+    p: &DualParams,
+    f: &mut SndFlow,
+    info: &FlowInfo,
+    now: Time,
+    out: &mut Actions,
+    op: impl FnOnce(&mut LpSender, &mut LpCx),
+) {
+    let floor = f.hcp.snd_max();
+    let buf_end = info.size.0.min(f.hcp.snd_una().saturating_add(p.send_buffer));
+    // Mirror tagging gives every packet of a call the same class; RC3's depends on the offset.
+    let fixed = lp_class(p, f, info, 0);
+    let rc3 = matches!(p.tagging, Tagging::Rc3 { .. });
+    let prio = |s: u64| if rc3 { lp_class_rc3(p, info, s) } else { fixed };
+    let mut lx = LpCx { now, flow: info, p: &p.lp, out, floor, buf_end, prio: &prio };
+    op(&mut f.lp, &mut lx);
+}
+
+fn lp_class_rc3(p: &DualParams, info: &FlowInfo, seq: u64) -> u8 {
+    if let Tagging::Rc3 { first_lp, levels, .. } = &p.tagging {
+        let from_end = (info.size.0 - seq.min(info.size.0)).saturating_sub(1) / p.tcp.mss;
+        let mut acc = 0;
+        for (i, &n) in levels.iter().enumerate() {
+            acc += n;
+            if from_end < acc {
+                return (*first_lp as usize + i).min(7) as u8;
+            }
+        }
+        (*first_lp as usize + levels.len()).min(7) as u8
+    } else {
+        0
+    }
+}
+
+/// Hand the LCP's known-delivered ranges the HCP could reach to its scoreboard.
+fn hand_over(f: &mut SndFlow, mss: u64, ack: u64) {
+    let h = &f.hcp;
+    let base = h.snd_nxt().max(h.snd_una()).max(ack);
+    let horizon =
+        base.saturating_add(4 * h.cwnd()).saturating_add(ack.saturating_sub(h.snd_una())).saturating_add(8 * mss);
+    let hcp = &mut f.hcp;
+    f.lp.hand_over(horizon, |a, b| hcp.mark_delivered(a, b));
+}
+
+impl DualLoop {
+    fn case1_window(&self, info: &FlowInfo) -> u64 {
+        info.path_rate.bdp(info.base_rtt).0.saturating_sub(self.p.tcp.init_cwnd)
+    }
+
+    /// PPT case 2 bookkeeping after an HCP ACK; opens a loop when alpha is at its minimum.
+    fn after_ack(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
+        if self.p.open == OpenPolicy::Hypothetical {
+            return self.hypothetical_round(id, info, now, out);
+        }
+        let OpenPolicy::Intermittent { case2, alpha_window, .. } = self.p.open else { return };
+        let p = &self.p;
+        let Half::Active(f) = &mut self.slots[id].snd else { return };
+        if !f.startup_over {
+            if f.hcp.ssthresh() == u64::MAX {
+                return;
+            }
+            f.startup_over = true;
+            f.round_end = f.hcp.snd_max();
+        }
+        f.w_max = f.w_max.max(f.hcp.cwnd());
+        if f.hcp.snd_una() < f.round_end {
+            return;
+        }
+        f.round_end = f.hcp.snd_max();
+        let a = f.hcp.alpha();
+        let w = alpha_window.clamp(1, 32);
+        f.alphas[f.n_alpha % 32] = a;
+        f.n_alpha += 1;
+        let k = f.n_alpha.min(w);
+        let mut amin = f64::INFINITY;
+        for i in 0..k {
+            amin = amin.min(f.alphas[(f.n_alpha - 1 - i) % 32]);
+        }
+        if case2 && p.lcp && a <= amin && !f.lp.is_open() {
+            let init = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
+            let rtt = rtt_of(f, info);
+            with_lcp(p, f, info, now, out, |lp, lx| {
+                lp.open(lx, init, rtt);
+            });
+        }
+    }
+
+    fn hypothetical_round(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
+        let p = &self.p;
+        let Half::Active(f) = &mut self.slots[id].snd else { return };
+        let bdp = info.path_rate.bdp(info.base_rtt).0;
+        f.w_max = f.w_max.max(f.hcp.cwnd()).max(bdp);
+        if !p.lcp || f.hcp.snd_una() < f.round_end {
+            return;
+        }
+        f.round_end = f.hcp.snd_max();
+        let init = f.w_max.saturating_sub(f.hcp.cwnd());
+        let rtt = rtt_of(f, info);
+        f.lp.close();
+        with_lcp(p, f, info, now, out, |lp, lx| {
+            lp.open(lx, init, rtt);
+        });
+    }
+
+    fn finish(slot: &mut Slot) {
+        if let Half::Active(f) = &slot.snd {
+            if f.hcp.is_done() {
+                slot.stats = f.hcp.stats();
+                slot.lp_stats = f.lp.stats();
+                slot.snd = Half::Done;
+            }
+        }
+    }
+
+    /// Feed a data packet to the receiver's TCP state; forward completions and the ACKs that
+    /// should reach the HCP. Returns true if the flow completed.
+    fn feed_receiver(
+        &mut self,
+        id: usize,
+        info: &FlowInfo,
+        now: Time,
+        pkt: &Packet,
+        lp: bool,
+        out: &mut Actions,
+    ) -> bool {
+        let Half::Active(r) = &mut self.slots[id].rcv else { return false };
+        self.scratch.clear();
+        let pol = ConstPrio(self.p.ack_prio);
+        let mut cx = FlowCtx { now, flow: info, params: &self.p.tcp, policy: &pol, out: &mut self.scratch };
+        let done = r.tcp.on_data(&mut cx, pkt);
+        for a in self.scratch.sends.drain(..) {
+            if !lp || a.ack > r.last_ack {
+                r.last_ack = r.last_ack.max(a.ack);
+                out.send(a);
+            }
+        }
+        for &t in &self.scratch.timers {
+            out.timer(t.0, t.1);
+        }
+        for &c in &self.scratch.completions {
+            out.complete(c);
+        }
+        done
+    }
+}
+
+impl DualLoop {
+    pub fn start_flow_impl(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let id = flow as usize;
+        self.ensure(ctx.flows.len());
+        let info = &ctx.flows[id];
+        let large = self.p.identify_above.is_some_and(|t| info.size.0.min(self.p.send_buffer) > t);
+        let mut f = Box::new(SndFlow {
+            hcp: TcpSender::new(info, &self.p.tcp),
+            lp: LpSender::new(info),
+            large,
+            startup_over: false,
+            w_max: 0,
+            round_end: 0,
+            alphas: [0.0; 32],
+            n_alpha: 0,
+            open_timer: TimerSlot::default(),
+        });
+        {
+            let pol = HcpPolicy { tagging: &self.p.tagging, large, extra: 0, ack: self.p.ack_prio };
+            let mut cx = FlowCtx { now: ctx.now, flow: info, params: &self.p.tcp, policy: &pol, out: &mut *ctx.out };
+            f.hcp.start(&mut cx);
+        }
+        if self.p.lcp {
+            let init = self.case1_window(info);
+            let delay = matches!(self.p.open, OpenPolicy::Intermittent { delay_large: true, .. }) && large;
+            if delay {
+                let at = ctx.now + info.base_rtt;
+                let g = f.open_timer.arm(at);
+                ctx.out.timer(at, token(flow, TIMER_LP_OPEN, g));
+            } else {
+                let rtt = info.base_rtt;
+                with_lcp(&self.p, &mut f, info, ctx.now, ctx.out, |lp, lx| {
+                    lp.open(lx, init, rtt);
+                });
+            }
+        }
+        let slot = &mut self.slots[id];
+        slot.snd = Half::Active(f);
+        Self::finish(slot);
+    }
+
+    pub fn on_packet_impl(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let id = pkt.flow as usize;
+        if id >= ctx.flows.len() {
+            return;
+        }
+        self.ensure(ctx.flows.len());
+        let info = &ctx.flows[id];
+        let now = ctx.now;
+        match pkt.kind {
+            KIND_DATA | KIND_LP_DATA => {
+                let lp = pkt.kind == KIND_LP_DATA;
+                if lp && self.p.discard_ce_lp && pkt.ecn == Ecn::Ce {
+                    return; // emulated low-priority admission drop
+                }
+                let slot = &mut self.slots[id];
+                match slot.rcv {
+                    Half::Done => {
+                        if !lp {
+                            let pol = ConstPrio(self.p.ack_prio);
+                            let mut cx =
+                                FlowCtx { now, flow: info, params: &self.p.tcp, policy: &pol, out: &mut *ctx.out };
+                            ack_after_completion(&mut cx, pkt);
+                        }
+                        return;
+                    }
+                    Half::Idle => {
+                        slot.rcv = Half::Active(Box::new(RcvFlow {
+                            tcp: TcpReceiver::new(info),
+                            lp: LpReceiver::new(),
+                            last_ack: 0,
+                        }))
+                    }
+                    Half::Active(_) => {}
+                }
+                let done = if lp {
+                    // Store it like an HCP segment, without disturbing DCTCP's CE state.
+                    let mut q = *pkt;
+                    q.kind = KIND_DATA;
+                    q.ecn = Ecn::Ect;
+                    self.feed_receiver(id, info, now, &q, true, ctx.out)
+                } else {
+                    self.feed_receiver(id, info, now, pkt, false, ctx.out)
+                };
+                let slot = &mut self.slots[id];
+                if done {
+                    slot.rcv = Half::Done;
+                } else if lp {
+                    if let Half::Active(r) = &mut slot.rcv {
+                        let rn = r.tcp.rcv_nxt();
+                        if let Some(a) = r.lp.on_data(&self.p.lp, info, pkt, rn) {
+                            ctx.out.send(a);
+                        }
+                    }
+                }
+            }
+            KIND_ACK => {
+                let p = &self.p;
+                let slot = &mut self.slots[id];
+                let Half::Active(f) = &mut slot.snd else { return };
+                // The receiver's SACK block above what the HCP has sent is LCP data it holds.
+                let smax = f.hcp.snd_max();
+                if pkt.aux > pkt.seq && pkt.aux > smax {
+                    f.lp.note_delivered(pkt.seq.max(smax), pkt.aux);
+                }
+                hand_over(f, p.tcp.mss, pkt.ack);
+                let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
+                let mut cx = FlowCtx { now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
+                f.hcp.on_ack(&mut cx, pkt);
+                if f.hcp.is_done() {
+                    Self::finish(slot);
+                    return;
+                }
+                self.after_ack(id, info, now, ctx.out);
+            }
+            KIND_LP_ACK => {
+                let p = &self.p;
+                let Half::Active(f) = &mut self.slots[id].snd else { return };
+                with_lcp(p, f, info, now, ctx.out, |lp, lx| lp.on_ack(lx, pkt));
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_timer_impl(&mut self, ctx: &mut Ctx, tok: u64) {
+        let (flow, kind, gen) = untoken(tok);
+        let id = flow as usize;
+        if id >= self.slots.len() || id >= ctx.flows.len() {
+            return;
+        }
+        let info = &ctx.flows[id];
+        let now = ctx.now;
+        match kind {
+            TIMER_DELACK => {
+                let Half::Active(r) = &mut self.slots[id].rcv else { return };
+                self.scratch.clear();
+                let pol = ConstPrio(self.p.ack_prio);
+                let mut cx = FlowCtx { now, flow: info, params: &self.p.tcp, policy: &pol, out: &mut self.scratch };
+                r.tcp.on_delack_timer(&mut cx, gen);
+                for a in self.scratch.sends.drain(..) {
+                    r.last_ack = r.last_ack.max(a.ack);
+                    ctx.out.send(a);
+                }
+            }
+            TIMER_RTO => {
+                let p = &self.p;
+                let slot = &mut self.slots[id];
+                let Half::Active(f) = &mut slot.snd else { return };
+                hand_over(f, p.tcp.mss, 0);
+                let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
+                let mut cx = FlowCtx { now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
+                f.hcp.on_rto_timer(&mut cx, gen);
+                Self::finish(slot);
+            }
+            TIMER_LP_PACE | TIMER_LP_IDLE => {
+                let p = &self.p;
+                let Half::Active(f) = &mut self.slots[id].snd else { return };
+                with_lcp(p, f, info, now, ctx.out, |lp, lx| lp.on_timer(lx, kind, gen));
+            }
+            TIMER_LP_OPEN => {
+                let init = self.case1_window(info);
+                let p = &self.p;
+                let Half::Active(f) = &mut self.slots[id].snd else { return };
+                if f.open_timer.fire(gen) {
+                    let rtt = rtt_of(f, info);
+                    with_lcp(p, f, info, now, ctx.out, |lp, lx| {
+                        lp.open(lx, init, rtt);
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn flow_stats_impl(&self, flow: FlowId) -> FlowStats {
+        match self.slots.get(flow as usize) {
+            Some(Slot { snd: Half::Active(f), .. }) => f.hcp.stats(),
+            Some(s) => s.stats,
+            None => FlowStats::default(),
+        }
+    }
+}

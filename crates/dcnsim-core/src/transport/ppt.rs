@@ -1,0 +1,739 @@
+//! PPT: a pragmatic transport for datacenters (Suo et al., SIGCOMM 2024).
+//!
+//! # What is modelled
+//! - **Dual-loop rate control (§3)**, on the engine of [`crate::transport::lowprio`]:
+//!   - HCP = DCTCP, unchanged ([`crate::transport::tcp`]), from the head of the send buffer.
+//!   - LCP = opportunistic packets (flag `OPPORTUNISTIC`) from the tail of the send buffer
+//!     backwards, in the low-priority half of the classes.
+//!   - **Intermittent loop initialization (§3.1)**. Case 1: at flow start, I = BDP - initial
+//!     window (BDP = the flow's path rate x base RTT); for flows identified as large the loop
+//!     opens one base RTT later (the 2nd RTT). Case 2: after start-up (once DCTCP's ssthresh is
+//!     finite, i.e. after the first window reduction), at the end of every HCP round (one
+//!     window of data, like DCTCP's alpha update), if alpha is the minimum of the last
+//!     `alpha_window` rounds and no loop is open, a loop opens with
+//!     I = (1/2 - alpha_min) x W_max (Eq. 2), W_max = the largest cwnd since start-up ended.
+//!   - **Exponential window decrease (§3.2)**: the initial window is paced over one RTT
+//!     (rate I/RTT); the receiver returns one low-priority ACK per two opportunistic packets;
+//!     each LP ACK without ECE releases one opportunistic packet, one with ECE releases none;
+//!     the loop ends after 2 RTTs without LP ACKs (or when the tail reaches the HCP).
+//!   - **Meeting in the middle (§5.2)**: LP ACKs carry the byte ranges they acknowledge and
+//!     HCP ACKs the receiver's SACK block; the HCP skips bytes known delivered and its ACK
+//!     jumps over LCP data the receiver holds in order. Nothing the sender knows delivered is
+//!     sent again by either loop.
+//! - **Buffer-aware flow scheduling (§4)**:
+//!   - *Identification (§4.1)*: the application writes min(flow size, `send_buffer`) into the
+//!     send buffer with its first call; a flow whose first write exceeds
+//!     `identification_threshold` is large from its first packet. As the HCP's data is
+//!     acknowledged the application refills the buffer, so the LCP's tail is
+//!     min(size, snd_una + send_buffer).
+//!   - *Mirror-symmetric tagging (§4.2)* over 8 classes: HCP in P0-P3, LCP in P4-P7;
+//!     identified large flows use P3/P7 throughout; other flows start at P0/P4 and are demoted
+//!     in step (P_i / P_i+4) by the bytes the flow has sent in both loops, with the PIAS
+//!     thresholds `thresholds` ([`crate::transport::tagging::Mlfq`]). ACKs ride P0.
+//! - **ECN thresholds (§3.2, Eq. 3)**: K = lambda x C x RTT per queue, lambda = 0.17 for
+//!   HCP classes and 0.1 for LCP classes. Switch queues are configured by the scenario's
+//!   `[network]` table, which a transport cannot change; see "Scenario settings" below and
+//!   [`recommended_ecn_k`].
+//!
+//! # Configuration (`protocol = "ppt"`)
+//! | field | default | meaning |
+//! |---|---|---|
+//! | `send_buffer` | "2GB" | application send buffer (§6.2 uses 2 GB) |
+//! | `identification_threshold` | "100KB" | first write above this = large flow (Table 3) |
+//! | `thresholds` | [67160, 1582640, 2506820] B | demotion of unidentified flows P0->P1->P2->P3 |
+//! | `alpha_window` | 8 | rounds over which alpha_min is taken (case 2) |
+//! | `lcp_idle_rtts` | 2 | RTTs without LP ACK that end a loop |
+//! | `lcp` | true | false: plain DCTCP + scheduling, no opportunistic packets |
+//! | `lcp_ecn` | true | false: LCP packets not ECN-capable ("w/o LCP ECN", Fig. 15) |
+//! | `ewd` | true | false: "w/o EWD" (Fig. 16), see below |
+//! | `scheduling` | true | false: every HCP packet in P0, every LCP packet in P4 (Fig. 17) |
+//! | `identification` | true | false: no flow is identified large (Fig. 18) |
+//! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
+//!
+//! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
+//!
+//! # Scenario settings (the `[network]` table a PPT scenario must use)
+//! - `priorities = 8` (4 HCP + 4 LCP classes; with fewer classes the halves shrink).
+//! - `ecn_k_per_queue` = 4 x K_HCP then 4 x K_LCP: Eq. 3 with lambda 0.17 / 0.1 is
+//!   `ppt::recommended_ecn_k(&net, 0.17, 0.1)`; the paper's §6.2 simulation writes them
+//!   explicitly: `ecn_k_per_queue = ["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"]`
+//!   with `buffer = "120KB"` (Table 3's testbed: 100 KB / 80 KB).
+//! - `ecn_per_port = false` (each class is compared with its own K, as Eq. 3 is per queue).
+//!
+//! # Choices where the paper leaves room
+//! - "alpha takes the minimum value in the past RTTs": alpha sampled at the end of each HCP
+//!   round; the loop opens when the current sample is <= the minimum of the last
+//!   `alpha_window` samples (8 rounds: "the past few RTTs" of §5.1). W_max counts cwnd values
+//!   after the first window reduction (footnote 3: "only the congestion windows after the
+//!   congestion-avoidance phase").
+//! - Case 1's delayed opening for large flows uses the base RTT of the path; the initial
+//!   window stays BDP - initial window as §3.1 says.
+//! - "w/o EWD" (§6.3: "sends opportunistic packets at line rate once the LCP loop is opened"):
+//!   the initial window is sent at once, unpaced, and every LP ACK releases one packet per
+//!   packet it acknowledges (the window stays at I instead of halving every RTT); ECN still
+//!   applies.
+//! - "w/o LCP ECN": opportunistic packets are Not-ECT, so LP ACKs never carry ECE; the loop
+//!   learns of congestion only through loss (missing LP ACKs).
+//! - Mirror tagging demotes by the bytes the flow has sent in both loops (the LCP's bytes
+//!   are bytes sent too); with the default 2 GB buffer every flow above 100 KB is identified,
+//!   so the thresholds only act on flows below the identification threshold or with a small
+//!   buffer. Default thresholds: the first three PIAS web-search thresholds (PIAS-NS2 public
+//!   scripts, 46 / 1084 / 1717 packets of 1460 B; see pias.rs).
+//! - "Hypothetical DCTCP" (§2.3): the paper records each flow's maximum window (MW) in a
+//!   previous DCTCP run and then fills the gap to MW every RTT with opportunistic packets. A
+//!   single run cannot know MW in advance; `hypothetical = true` uses MW = max(path BDP,
+//!   largest cwnd so far) and, at the end of every HCP round, sends MW - cwnd opportunistic
+//!   packets paced over the next round (no ECN reaction, no EWD, no scheduling: HCP in P0,
+//!   LCP in P4).
+//! - The RTT used for pacing and for the 2-RTT idle timeout is max(base RTT, HCP SRTT).
+
+use crate::packet::{FlowId, Packet};
+use crate::transport::lowprio::{DualLoop, DualParams, DualView, LpParams, LpStats, OpenPolicy, Release, Tagging};
+use crate::transport::tagging::{check_thresholds, split_table, ExtConfigError, Mlfq};
+use crate::transport::tcp::TcpConfig;
+use crate::transport::{Ctx, FlowStats, NetInfo, Transport};
+use crate::units::Bytes;
+use serde::Deserialize;
+
+/// Errors of the `ppt` table.
+pub type PptConfigError = ExtConfigError;
+
+/// Eq. 3's lambda for HCP queues (DCTCP's 0.17).
+pub const LAMBDA_HCP: f64 = 0.17;
+/// Eq. 3's lambda for LCP queues.
+pub const LAMBDA_LCP: f64 = 0.1;
+
+/// Per-class ECN thresholds for a PPT scenario's `[network] ecn_k_per_queue` (Eq. 3):
+/// K = lambda x C x RTT with C the fastest host rate and RTT the largest base RTT; the first
+/// half of the classes (HCP) uses `lambda_hcp`, the second half (LCP) `lambda_lcp`.
+pub fn recommended_ecn_k(net: &NetInfo, lambda_hcp: f64, lambda_lcp: f64) -> Vec<Bytes> {
+    let bdp = net.max_host_rate.bdp(net.max_base_rtt).0 as f64;
+    let classes = net.priorities.clamp(1, 8);
+    let half = (classes / 2).max(1);
+    (0..classes)
+        .map(|c| {
+            let l = if c < half { lambda_hcp } else { lambda_lcp };
+            Bytes((bdp * l).round() as u64)
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+struct PptOwn {
+    send_buffer: Bytes,
+    identification_threshold: Bytes,
+    thresholds: Vec<Bytes>,
+    alpha_window: usize,
+    lcp_idle_rtts: u32,
+    lcp: bool,
+    lcp_ecn: bool,
+    ewd: bool,
+    scheduling: bool,
+    identification: bool,
+    hypothetical: bool,
+}
+
+impl Default for PptOwn {
+    fn default() -> Self {
+        PptOwn {
+            send_buffer: Bytes(2_000_000_000),
+            identification_threshold: Bytes(100_000),
+            thresholds: crate::transport::pias::default_thresholds().into_iter().take(3).map(Bytes).collect(),
+            alpha_window: 8,
+            lcp_idle_rtts: 2,
+            lcp: true,
+            lcp_ecn: true,
+            ewd: true,
+            scheduling: true,
+            identification: true,
+            hypothetical: false,
+        }
+    }
+}
+
+/// PPT for every host of a run.
+pub struct Ppt {
+    inner: DualLoop,
+}
+
+impl Ppt {
+    pub const FIELDS: &'static [&'static str] = &[
+        "send_buffer",
+        "identification_threshold",
+        "thresholds",
+        "alpha_window",
+        "lcp_idle_rtts",
+        "lcp",
+        "lcp_ecn",
+        "ewd",
+        "scheduling",
+        "identification",
+        "hypothetical",
+    ];
+
+    pub fn from_config(cfg: &serde_json::Value, net: &NetInfo) -> Result<Ppt, PptConfigError> {
+        let (own, tcp) = split_table(cfg, "ppt", Self::FIELDS)?;
+        let o: PptOwn = crate::config::from_table(&own, "transport")?;
+        let bad = |field: &str, value: String, fix: &str| ExtConfigError::OutOfRange {
+            field: field.into(),
+            value,
+            fix: fix.into(),
+        };
+        let classes = net.priorities.clamp(1, 8);
+        if classes < 2 && o.lcp {
+            return Err(bad(
+                "lcp",
+                "true".into(),
+                "PPT's low-priority loop needs at least 2 priority classes; raise network.priorities or set lcp = false",
+            ));
+        }
+        let half = (classes / 2).max(1);
+        let mut t: Vec<u64> = o.thresholds.iter().map(|b| b.0).collect();
+        if own.get("thresholds").is_none() {
+            t.truncate((half - 1) as usize); // the default list, for fewer classes
+        }
+        check_thresholds("thresholds", &t, (half - 1) as usize)?;
+        if o.send_buffer.0 == 0 {
+            return Err(bad("send_buffer", "0".into(), "give a positive size, e.g. \"2GB\""));
+        }
+        if !(1..=32).contains(&o.alpha_window) {
+            return Err(bad("alpha_window", o.alpha_window.to_string(), "must be 1..32 rounds (8 by default)"));
+        }
+        if o.lcp_idle_rtts == 0 {
+            return Err(bad("lcp_idle_rtts", "0".into(), "must be at least 1 RTT (the paper uses 2)"));
+        }
+        let tcp = TcpConfig::parse(&tcp)?.resolve(net, true)?;
+        let hyp = o.hypothetical;
+        let lp = LpParams {
+            mss: tcp.mss,
+            header: tcp.header,
+            ctrl_size: tcp.ctrl_size,
+            ect: o.lcp_ecn && !hyp,
+            react_ece: o.lcp_ecn && !hyp,
+            release: if hyp {
+                Release::None
+            } else if o.ewd {
+                Release::Ewd
+            } else {
+                Release::Clock
+            },
+            pace: o.ewd || hyp,
+            idle_rtts: o.lcp_idle_rtts,
+            ack_every: 2,
+        };
+        let p = DualParams {
+            name: "ppt",
+            tcp,
+            lp,
+            lcp: o.lcp && classes >= 2,
+            open: if hyp {
+                OpenPolicy::Hypothetical
+            } else {
+                OpenPolicy::Intermittent { case2: true, alpha_window: o.alpha_window, delay_large: true }
+            },
+            tagging: Tagging::Mirror { mlfq: Mlfq::new(t), half, scheduling: o.scheduling && !hyp },
+            send_buffer: o.send_buffer.0,
+            identify_above: (o.identification && !hyp).then_some(o.identification_threshold.0),
+            discard_ce_lp: false,
+            ack_prio: 0,
+        };
+        Ok(Ppt { inner: DualLoop::new(p) })
+    }
+
+    /// The engine (per-flow state inspection).
+    pub fn engine(&self) -> &DualLoop {
+        &self.inner
+    }
+    pub fn view(&self, flow: FlowId) -> Option<DualView> {
+        self.inner.view(flow)
+    }
+    pub fn lp_stats(&self, flow: FlowId) -> LpStats {
+        self.inner.lp_stats(flow)
+    }
+}
+
+impl Transport for Ppt {
+    fn name(&self) -> &'static str {
+        "ppt"
+    }
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.inner.start_flow_impl(ctx, flow)
+    }
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_packet_impl(ctx, pkt)
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        self.inner.on_timer_impl(ctx, token)
+    }
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.inner.flow_stats_impl(flow)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Ecn, PacketFlags};
+    use crate::transport::lowprio::{
+        parse_lp_ack, LpCx, LpReceiver, LpSender, KIND_LP_ACK, KIND_LP_DATA, TIMER_LP_IDLE, TIMER_LP_PACE,
+    };
+    use crate::transport::tcp::KIND_DATA;
+    use crate::transport::{untoken, Actions, FlowInfo};
+    use crate::units::{Rate, Time};
+    use serde_json::json;
+
+    const MSS: u64 = 1460;
+
+    fn net() -> NetInfo {
+        NetInfo {
+            mtu: Bytes(1500),
+            header: Bytes(40),
+            ctrl_size: Bytes(64),
+            num_nodes: 4,
+            max_base_rtt: Time::us(40),
+            max_host_rate: Rate::gbps(10),
+            priorities: 8,
+        }
+    }
+
+    fn flow(size: u64, rtt_us: u64) -> FlowInfo {
+        FlowInfo {
+            id: 0,
+            src: 0,
+            dst: 1,
+            size: Bytes(size),
+            start: Time::ZERO,
+            base_rtt: Time::us(rtt_us),
+            path_rate: Rate::gbps(10),
+            host_rate: Rate::gbps(10),
+            deadline: None,
+            background: false,
+        }
+    }
+
+    /// An ideal network around one `Ppt`: packets sent in a step arrive at the next step.
+    struct H {
+        t: Ppt,
+        flows: Vec<FlowInfo>,
+        now: Time,
+        wire: Vec<Packet>,
+        timers: Vec<(Time, u64, u32)>,
+        /// Every packet sent: (time, packet).
+        log: Vec<(Time, Packet)>,
+        completions: u32,
+    }
+
+    impl H {
+        fn new(cfg: serde_json::Value, f: FlowInfo) -> H {
+            H {
+                t: Ppt::from_config(&cfg, &net()).unwrap(),
+                flows: vec![f],
+                now: Time::ZERO,
+                wire: Vec::new(),
+                timers: Vec::new(),
+                log: Vec::new(),
+                completions: 0,
+            }
+        }
+        fn call(&mut self, host: u32, f: impl FnOnce(&mut Ppt, &mut Ctx)) -> Vec<Packet> {
+            let mut out = Actions::new();
+            f(&mut self.t, &mut Ctx { now: self.now, host, flows: &self.flows, out: &mut out });
+            for &(at, tok) in &out.timers {
+                self.timers.push((at, tok, host));
+            }
+            self.completions += out.completions.len() as u32;
+            for p in &out.sends {
+                self.log.push((self.now, *p));
+            }
+            out.sends
+        }
+        fn start(&mut self) -> Vec<Packet> {
+            let s = self.call(0, |t, c| t.start_flow(c, 0));
+            self.wire.extend(s.iter().copied());
+            s
+        }
+        fn deliver(&mut self, p: &Packet) -> Vec<Packet> {
+            let host = p.dst;
+            self.call(host, |t, c| t.on_packet(c, p))
+        }
+        /// Advance to `at`, firing due timers in order.
+        fn advance(&mut self, at: Time) {
+            loop {
+                self.timers.sort_by_key(|x| x.0);
+                match self.timers.first() {
+                    Some(&(t, tok, host)) if t <= at => {
+                        self.timers.remove(0);
+                        self.now = self.now.max(t);
+                        let s = self.call(host, |tr, c| tr.on_timer(c, tok));
+                        self.wire.extend(s);
+                    }
+                    _ => break,
+                }
+            }
+            self.now = at;
+        }
+        /// Deliver everything on the wire at `now + dt` (after due timers).
+        fn step(&mut self, dt: Time) {
+            let at = self.now + dt;
+            self.advance(at);
+            let w: Vec<Packet> = std::mem::take(&mut self.wire);
+            for p in w {
+                let s = self.deliver(&p);
+                self.wire.extend(s);
+            }
+        }
+    }
+
+    fn lp_params() -> LpParams {
+        LpParams {
+            mss: MSS,
+            header: 40,
+            ctrl_size: 64,
+            ect: true,
+            react_ece: true,
+            release: Release::Ewd,
+            pace: true,
+            idle_rtts: 2,
+            ack_every: 2,
+        }
+    }
+
+    fn lp_ack(r1: (u64, u64), r2: (u64, u64), ece: bool) -> Packet {
+        let mut aux2 = (r2.1 - r2.0) as u32;
+        if ece {
+            aux2 |= crate::transport::lowprio::LP_ACK_ECE;
+        }
+        Packet { kind: KIND_LP_ACK, seq: r1.0, rank: (r1.1 - r1.0) as u32, aux: r2.0, aux2, ..Packet::default() }
+    }
+
+    #[test]
+    fn ecn_marked_lp_ack_releases_nothing_plain_one_releases_one() {
+        let f = flow(1_000_000, 40);
+        let p = lp_params();
+        let mut lp = LpSender::new(&f);
+        let prio = |_s: u64| 4u8;
+        let mut out = Actions::new();
+        let mut lx =
+            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        assert!(lp.open(&mut lx, 10 * MSS, Time::us(40)));
+        assert_eq!(out.sends.len(), 1, "paced: one packet now");
+        out.clear();
+        let mut lx =
+            LpCx { now: Time::us(45), flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (997_080, 998_540), true));
+        assert!(out.sends.is_empty(), "ECE: no release");
+        assert_eq!(lp.stats().ece_acks, 1);
+        let mut lx =
+            LpCx { now: Time::us(46), flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (994_160, 995_620), false));
+        assert_eq!(out.sends.len(), 1, "no ECE: exactly one release");
+        let q = out.sends[0];
+        assert_eq!(q.kind, KIND_LP_DATA);
+        assert!(q.flags.has(PacketFlags::OPPORTUNISTIC) && q.flags.has(PacketFlags::DATA));
+        assert_eq!((q.prio, q.ecn), (4, Ecn::Ect));
+        // Both ACKs' ranges are known delivered, whatever their ECE.
+        assert_eq!(lp.pending_delivered(), &[(994_160, 1_000_000)]);
+    }
+
+    #[test]
+    fn initial_window_is_paced_over_one_rtt_from_the_tail() {
+        let f = flow(1_000_000, 40);
+        let p = lp_params();
+        let mut lp = LpSender::new(&f);
+        let prio = |_s: u64| 5u8;
+        let mut out = Actions::new();
+        let rtt = Time::us(40);
+        let mut lx =
+            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.open(&mut lx, 8 * MSS, rtt);
+        let mut seqs = vec![out.sends[0].seq];
+        let mut times = vec![Time::ZERO];
+        loop {
+            let Some(&(at, tok)) = out.timers.iter().find(|&&(_, t)| untoken(t).1 == TIMER_LP_PACE) else { break };
+            let (_, kind, gen) = untoken(tok);
+            out.clear();
+            let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_timer(&mut lx, kind, gen);
+            for s in &out.sends {
+                seqs.push(s.seq);
+                times.push(at);
+            }
+        }
+        assert_eq!(seqs.len(), 8);
+        assert_eq!(seqs[0], (1_000_000 / MSS) * MSS, "the last (partial) segment first");
+        assert!(seqs.windows(2).all(|w| w[1] + MSS == w[0]), "backwards by one segment: {seqs:?}");
+        assert_eq!(times[7], Time::us(35), "8 packets at RTT/8 = 5 us spacing");
+    }
+
+    #[test]
+    fn loop_ends_after_two_rtts_without_lp_acks() {
+        let f = flow(1_000_000, 40);
+        let mut p = lp_params();
+        p.pace = false;
+        let mut lp = LpSender::new(&f);
+        let prio = |_s: u64| 4u8;
+        let rtt = Time::us(40);
+        let mut out = Actions::new();
+        let mut lx =
+            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.open(&mut lx, 4 * MSS, rtt);
+        let idle = |o: &Actions| o.timers.iter().copied().find(|&(_, t)| untoken(t).1 == TIMER_LP_IDLE).unwrap();
+        let (at, tok) = idle(&out);
+        assert_eq!(at, Time::us(80));
+        // An LP ACK at 60 us postpones the end to 60 + 80 = 140 us.
+        out.clear();
+        let mut lx =
+            LpCx { now: Time::us(60), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (0, 0), false));
+        out.clear();
+        let (_, k, g) = untoken(tok);
+        let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.on_timer(&mut lx, k, g);
+        assert!(lp.is_open(), "an LP ACK came 20 us ago");
+        let (at2, tok2) = idle(&out);
+        assert_eq!(at2, Time::us(140));
+        out.clear();
+        let (_, k, g) = untoken(tok2);
+        let mut lx =
+            LpCx { now: Time::us(139), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.on_timer(&mut lx, k, g);
+        assert!(lp.is_open(), "an early (stale-time) firing does not close it");
+        let (at3, tok3) = idle(&out);
+        let (_, k, g) = untoken(tok3);
+        out.clear();
+        let mut lx = LpCx { now: at3, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.on_timer(&mut lx, k, g);
+        assert!(!lp.is_open(), "2 RTTs without LP ACK end the loop");
+        // A late LP ACK records its range but releases nothing.
+        out.clear();
+        let mut lx =
+            LpCx { now: Time::us(200), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (0, 0), false));
+        assert!(out.sends.is_empty());
+    }
+
+    #[test]
+    fn lcp_stops_at_the_hcp_frontier() {
+        let f = flow(10 * MSS, 40);
+        let mut p = lp_params();
+        p.pace = false;
+        let mut lp = LpSender::new(&f);
+        let prio = |_s: u64| 4u8;
+        let mut out = Actions::new();
+        let mut lx =
+            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 7 * MSS, buf_end: 10 * MSS, prio: &prio };
+        assert!(lp.open(&mut lx, 10 * MSS, Time::us(40)));
+        assert_eq!(out.sends.iter().map(|s| s.seq / MSS).collect::<Vec<_>>(), vec![9, 8, 7]);
+        assert!(!lp.is_open(), "met the HCP: closed");
+    }
+
+    #[test]
+    fn receiver_acks_every_second_opportunistic_packet_with_both_ranges() {
+        let f = flow(1_000_000, 40);
+        let p = lp_params();
+        let mut r = LpReceiver::new();
+        let d = |seq: u64, ce: bool| Packet {
+            kind: KIND_LP_DATA,
+            seq,
+            payload: MSS as u32,
+            prio: 6,
+            ecn: if ce { Ecn::Ce } else { Ecn::Ect },
+            ..Packet::default()
+        };
+        assert!(r.on_data(&p, &f, &d(10 * MSS, false), 0).is_none());
+        let a = r.on_data(&p, &f, &d(9 * MSS, true), 0).expect("second packet: ACK");
+        let (r1, r2, ece) = parse_lp_ack(&a);
+        assert_eq!((r1, r2, ece), ((10 * MSS, 11 * MSS), (9 * MSS, 10 * MSS), true));
+        assert_eq!((a.kind, a.prio, a.src, a.dst, a.size), (KIND_LP_ACK, 6, 1, 0, 64));
+        assert!(r.on_data(&p, &f, &d(8 * MSS, false), 0).is_none());
+        let a = r.on_data(&p, &f, &d(7 * MSS, false), 0).unwrap();
+        assert!(!parse_lp_ack(&a).2, "ECE state resets per ACK");
+        // Through the transport: only every second LP packet produces an LP ACK.
+        let mut h = H::new(json!({"identification": false}), flow(1_000_000, 40));
+        let sent = h.start();
+        let lps: Vec<Packet> = sent.iter().copied().filter(|p| p.kind == KIND_LP_DATA).collect();
+        assert!(lps.len() >= 1);
+        let mut all_lp = lps.clone();
+        h.advance(Time::us(40));
+        all_lp.extend(h.wire.iter().copied().filter(|p| p.kind == KIND_LP_DATA));
+        assert!(all_lp.len() >= 4, "{}", all_lp.len());
+        let mut n_acks = Vec::new();
+        for p in &all_lp[..4] {
+            n_acks.push(h.deliver(p).iter().filter(|a| a.kind == KIND_LP_ACK).count());
+        }
+        assert_eq!(n_acks, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn large_first_write_tags_p3_p7_small_flows_start_at_p0_p4() {
+        // Large: 1 MB with the default 2 GB buffer (first write 1 MB > 100 KB).
+        let mut h = H::new(json!({}), flow(1_000_000, 40));
+        let s = h.start();
+        assert!(s.iter().all(|p| p.kind == KIND_DATA && p.prio == 3), "large: P3, LCP delayed to the 2nd RTT");
+        assert!(h.t.view(0).unwrap().large);
+        h.advance(Time::us(40));
+        let lp: Vec<Packet> = h.wire.iter().copied().filter(|p| p.kind == KIND_LP_DATA).collect();
+        assert!(!lp.is_empty() && lp.iter().all(|p| p.prio == 7), "LCP of a large flow: P7");
+        // A small first write (send buffer 64 KB < threshold 100 KB): unidentified, P0 / P4.
+        let mut h = H::new(json!({"send_buffer": "64KB"}), flow(1_000_000, 40));
+        let s = h.start();
+        assert!(!h.t.view(0).unwrap().large);
+        assert!(s.iter().filter(|p| p.kind == KIND_DATA).all(|p| p.prio == 0));
+        assert!(s.iter().filter(|p| p.kind == KIND_LP_DATA).all(|p| p.prio == 4));
+        // The LCP tail is the end of the buffered data (64 KB), not the end of the flow.
+        let top = s.iter().filter(|p| p.kind == KIND_LP_DATA).map(|p| p.seq + p.payload as u64).max().unwrap();
+        assert_eq!(top, (64_000 / MSS) * MSS);
+        // Demotion in step: thresholds [4 pkts, 8 pkts, 12 pkts] of bytes sent by both loops.
+        let cfg = json!({"identification": false, "thresholds": [4 * MSS, 8 * MSS, 12 * MSS], "init_cwnd": 2});
+        let mut h = H::new(cfg, flow(100 * MSS, 40));
+        h.start();
+        let mut guard = 0;
+        while h.completions == 0 && guard < 200 {
+            h.step(Time::us(20));
+            guard += 1;
+        }
+        assert_eq!(h.completions, 1);
+        let mut sent = 0u64;
+        for (_, p) in h.log.iter().filter(|(_, p)| p.is_data()) {
+            let cls = (sent / (4 * MSS)).min(3) as u8;
+            let want = if p.kind == KIND_LP_DATA { cls + 4 } else { cls };
+            assert!(
+                p.prio == want || p.prio + 1 == want,
+                "packet {} in P{} after {sent} B (want P{want})",
+                p.seq,
+                p.prio
+            );
+            sent += p.payload as u64;
+        }
+        assert!(h.log.iter().any(|(_, p)| p.prio == 3) && h.log.iter().any(|(_, p)| p.prio == 0));
+    }
+
+    #[test]
+    fn case2_initialization_uses_eq2() {
+        // Short RTT: BDP (12.5 KB) < initial window, so case 1 opens nothing. A tiny g keeps
+        // alpha near its initial 0.25; one CE mark ends start-up.
+        let cfg = json!({"init_alpha": 0.25, "g": 1e-6, "alpha_window": 4});
+        let mut h = H::new(cfg, flow(20_000_000, 10));
+        h.start();
+        assert_eq!(h.t.lp_stats(0).loops, 0);
+        let mut marked = false;
+        for _ in 0..400 {
+            // Mark the first data packet ever delivered.
+            if !marked {
+                if let Some(p) = h.wire.iter_mut().find(|p| p.kind == KIND_DATA) {
+                    p.ecn = Ecn::Ce;
+                    marked = true;
+                }
+            }
+            h.step(Time::us(5));
+            let v = h.t.view(0).unwrap();
+            if v.lp.loops > 0 {
+                assert!(v.startup_over);
+                let want = ((0.5 - v.alpha) * v.w_max as f64) as u64;
+                let want_pkts = (want + MSS / 2) / MSS;
+                let lcp = h.t.engine().lcp(0).unwrap();
+                assert_eq!(lcp.stats().pkts + lcp.to_pace(), want_pkts, "I = (1/2 - alpha_min) W_max = {want} B");
+                assert!(v.alpha > 0.24 && v.alpha < 0.26);
+                return;
+            }
+        }
+        panic!("no case-2 loop opened: {:?}", h.t.view(0));
+    }
+
+    #[test]
+    fn loops_meet_without_resending_known_delivered_bytes() {
+        for cfg in [json!({}), json!({"ewd": false}), json!({"send_buffer": "64KB"})] {
+            let size = 300 * MSS + 17;
+            let mut h = H::new(cfg.clone(), flow(size, 40));
+            h.start();
+            // Known delivered at the sender, by time: ranges from LP ACKs and cumulative ACKs.
+            let mut known: Vec<(u64, u64)> = Vec::new();
+            let mut steps = 0;
+            while h.completions == 0 && steps < 2000 {
+                steps += 1;
+                h.advance(h.now + Time::us(20));
+                let w: Vec<Packet> = std::mem::take(&mut h.wire);
+                for p in w {
+                    if p.dst == 0 {
+                        match p.kind {
+                            KIND_LP_ACK => {
+                                let (r1, r2, _) = parse_lp_ack(&p);
+                                crate::transport::lowprio::insert_range(&mut known, r1.0, r1.1);
+                                crate::transport::lowprio::insert_range(&mut known, r2.0, r2.1);
+                            }
+                            _ => crate::transport::lowprio::insert_range(&mut known, 0, p.ack),
+                        }
+                    }
+                    let before = known.clone();
+                    let s = h.deliver(&p);
+                    for q in s.iter().filter(|q| q.is_data()) {
+                        let (a, b) = (q.seq, q.seq + q.payload as u64);
+                        for &(x, y) in &before {
+                            assert!(b <= x || a >= y, "{cfg}: sent [{a},{b}) already known delivered in [{x},{y})");
+                        }
+                    }
+                    h.wire.extend(s);
+                }
+            }
+            assert_eq!(h.completions, 1, "{cfg}: completes exactly once");
+            assert!(h.t.engine().receiver_complete(0));
+            let lp_bytes = h.t.lp_stats(0).bytes;
+            assert!(lp_bytes > 0, "{cfg}: the LCP contributed");
+            // Bytes still in flight from the LCP when the HCP reaches them are sent twice (the
+            // HCP cannot know yet); that is bounded by the two windows in flight at the crossing.
+            let sent: u64 = h.log.iter().filter(|(_, p)| p.is_data()).map(|(_, p)| p.payload as u64).sum();
+            assert!(sent >= size && sent - size <= 40 * MSS, "{cfg}: {} duplicate bytes", sent - size);
+        }
+    }
+
+    #[test]
+    fn switches_and_ablations() {
+        // lcp = false: plain DCTCP with scheduling; no opportunistic packet ever.
+        let mut h = H::new(json!({"lcp": false}), flow(1_000_000, 40));
+        h.start();
+        for _ in 0..50 {
+            h.step(Time::us(20));
+        }
+        assert!(h.log.iter().all(|(_, p)| !p.flags.has(PacketFlags::OPPORTUNISTIC)));
+        // scheduling = false: HCP in P0, LCP in P4 even for an identified large flow.
+        let mut h = H::new(json!({"scheduling": false}), flow(1_000_000, 40));
+        h.start();
+        h.advance(Time::us(40));
+        assert!(h.log.iter().all(|(_, p)| p.prio == 0 || p.prio == 4));
+        assert!(h.wire.iter().any(|p| p.kind == KIND_LP_DATA));
+        // lcp_ecn = false: opportunistic packets are Not-ECT.
+        let mut h = H::new(json!({"lcp_ecn": false, "identification": false}), flow(1_000_000, 40));
+        let s = h.start();
+        assert!(s.iter().filter(|p| p.kind == KIND_LP_DATA).all(|p| p.ecn == Ecn::NotEct));
+        // ewd = false: the initial window leaves at once.
+        let mut h = H::new(json!({"ewd": false, "identification": false}), flow(1_000_000, 40));
+        let s = h.start();
+        // BDP 50 KB - 14.6 KB = 35.4 KB = 24 packets.
+        assert_eq!(s.iter().filter(|p| p.kind == KIND_LP_DATA).count(), 24);
+        // Identified large flows open their LCP one RTT late; unidentified ones at once.
+        let mut h = H::new(json!({"identification": false}), flow(1_000_000, 40));
+        assert_eq!(h.start().iter().filter(|p| p.kind == KIND_LP_DATA).count(), 1, "paced: first packet now");
+        let ecn_k = recommended_ecn_k(&net(), LAMBDA_HCP, LAMBDA_LCP);
+        // C x RTT = 10 Gbps x 40 us = 50 KB.
+        assert_eq!(ecn_k[0], Bytes(8_500));
+        assert_eq!(ecn_k[3], Bytes(8_500));
+        assert_eq!(ecn_k[4], Bytes(5_000));
+        assert_eq!(ecn_k.len(), 8);
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let e = |v| Ppt::from_config(&v, &net()).err().unwrap().field();
+        assert_eq!(e(json!({"thresholds": [1, 2, 3, 4]})), "transport.thresholds");
+        assert_eq!(e(json!({"alpha_window": 0})), "transport.alpha_window");
+        assert_eq!(e(json!({"ewd": "yes"})), "transport.ewd");
+        assert_eq!(e(json!({"lcp_idle_rtts": 0})), "transport.lcp_idle_rtts");
+        assert_eq!(e(json!({"ecn": false})), "transport.ecn");
+        assert_eq!(e(json!({"lambda": 0.1})), "transport.lambda");
+        let mut n = net();
+        n.priorities = 1;
+        assert_eq!(Ppt::from_config(&json!({}), &n).err().unwrap().field(), "transport.lcp");
+        assert!(Ppt::from_config(&json!({"lcp": false}), &n).is_ok());
+    }
+}

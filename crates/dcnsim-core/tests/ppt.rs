@@ -1,0 +1,177 @@
+//! Small-scenario tests of PIAS, RC3 and PPT against DCTCP (PPT paper §6 / Fig. 1, 12, 20).
+
+use dcnsim_core::output::RunOutput;
+use dcnsim_core::transport::ppt;
+use dcnsim_core::{parse_scenario, Format};
+use std::path::Path;
+
+/// FCT summary per CONVENTIONS.md (small = at most 100 KB), in microseconds.
+#[allow(dead_code)] // large_avg is printed, not asserted
+#[derive(Debug, Clone, Copy)]
+struct Fct {
+    all: f64,
+    small_avg: f64,
+    small_p99: f64,
+    large_avg: f64,
+    n: usize,
+    unfinished: usize,
+}
+
+fn summarize(out: &RunOutput) -> Fct {
+    let f = &out.flows;
+    let mut all = Vec::new();
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut unfinished = 0;
+    for i in 0..f.id.len() {
+        if f.background[i] {
+            continue;
+        }
+        if f.fct_ps[i] == u64::MAX {
+            unfinished += 1;
+            continue;
+        }
+        let us = f.fct_ps[i] as f64 / 1e6;
+        all.push(us);
+        if f.size[i] <= 100_000 {
+            small.push(us);
+        } else {
+            large.push(us);
+        }
+    }
+    let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    small.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let p99 = if small.is_empty() { 0.0 } else { small[((0.99 * small.len() as f64).ceil() as usize).max(1) - 1] };
+    Fct { all: avg(&all), small_avg: avg(&small), small_p99: p99, large_avg: avg(&large), n: all.len(), unfinished }
+}
+
+fn net_info_of(doc: &str) -> dcnsim_core::transport::NetInfo {
+    parse_scenario(doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}")).net_info
+}
+
+const TOPO: &str = r#"{"kind":"leaf_spine","leaves":4,"hosts_per_leaf":4,"spines":2,"host_rate":"10Gbps","core_rate":"40Gbps","host_delay":"4us","core_delay":"4us"}"#;
+
+fn doc(transport: &str, network: &str, workload: &str, output: &str) -> String {
+    format!(
+        r#"{{"seed":7,"topology":{TOPO},"transport":{transport},"network":{network},"workload":{workload},"output":{output}}}"#
+    )
+}
+
+/// `[network]` for PPT's Eq. 3 thresholds on this topology, and the same HCP K everywhere
+/// for DCTCP/PIAS/RC3.
+fn networks() -> (String, String) {
+    let probe = doc(r#"{"protocol":"dctcp"}"#, "{}", r#"{"pattern":"permutation","size":1000}"#, "{}");
+    let ni = net_info_of(&probe);
+    let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
+    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let ppt_net = format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}]}}"#, ks.join(","));
+    let dctcp_net = format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0);
+    (ppt_net, dctcp_net)
+}
+
+fn run(transport: &str, network: &str, workload: &str, output: &str) -> RunOutput {
+    let d = doc(transport, network, workload, output);
+    let sc = parse_scenario(&d, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let out = dcnsim_core::run(&sc, &mut |_| true);
+    assert!(out.audit_errors.is_empty(), "{transport}: {:?}", &out.audit_errors[..out.audit_errors.len().min(5)]);
+    out
+}
+
+const WEBSEARCH: &str = r#"{"pattern":"poisson","cdf":"websearch","load":0.5,"flows":2000}"#;
+
+/// Web search at load 0.5, 2000 flows, 16 hosts at 10G (PPT Fig. 12 reduced): PPT's overall
+/// average FCT is below DCTCP's; its small-flow average and p99 below DCTCP's and RC3's.
+#[test]
+fn ppt_beats_dctcp_and_rc3_on_websearch() {
+    let (ppt_net, dctcp_net) = networks();
+    let audit = r#"{"audit":true}"#;
+    let dctcp = summarize(&run(r#"{"protocol":"dctcp"}"#, &dctcp_net, WEBSEARCH, audit));
+    let rc3 = summarize(&run(r#"{"protocol":"rc3"}"#, &dctcp_net, WEBSEARCH, audit));
+    let ppt = summarize(&run(r#"{"protocol":"ppt"}"#, &ppt_net, WEBSEARCH, audit));
+    eprintln!("dctcp {dctcp:?}\nrc3   {rc3:?}\nppt   {ppt:?}");
+    for s in [&dctcp, &rc3, &ppt] {
+        assert_eq!((s.n, s.unfinished), (2000, 0));
+    }
+    assert!(ppt.all < dctcp.all, "overall avg: ppt {} vs dctcp {}", ppt.all, dctcp.all);
+    assert!(ppt.small_avg < dctcp.small_avg && ppt.small_avg < rc3.small_avg, "small avg");
+    assert!(ppt.small_p99 < dctcp.small_p99 && ppt.small_p99 < rc3.small_p99, "small p99");
+}
+
+/// PIAS schedules small flows ahead of large ones: lower small-flow FCT than DCTCP
+/// (per-port ECN marking, as PIAS's evaluation configures it).
+#[test]
+fn pias_improves_small_flows_over_dctcp() {
+    let (_, dctcp_net) = networks();
+    let pias_net = dctcp_net.replace('}', r#","ecn_per_port":true}"#);
+    let audit = r#"{"audit":true}"#;
+    let dctcp = summarize(&run(r#"{"protocol":"dctcp"}"#, &dctcp_net, WEBSEARCH, audit));
+    let pias = summarize(&run(r#"{"protocol":"pias"}"#, &pias_net, WEBSEARCH, audit));
+    eprintln!("dctcp {dctcp:?}\npias  {pias:?}");
+    assert_eq!(pias.unfinished, 0);
+    assert!(pias.small_avg < dctcp.small_avg, "small avg: pias {} vs dctcp {}", pias.small_avg, dctcp.small_avg);
+    assert!(pias.all < dctcp.all);
+}
+
+/// Fig. 1 / Fig. 20 style: two senders, one receiver, web search at load 0.5 of the receiver's
+/// link, utilization sampled every 100 us. PPT keeps the bottleneck busier than DCTCP.
+#[test]
+fn ppt_utilizes_the_bottleneck_better_than_dctcp_two_to_one() {
+    let topo = r#"{"kind":"single_switch","hosts":4,"host_rate":"10Gbps","host_delay":"9us"}"#;
+    let probe = format!(
+        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
+    );
+    let ni = net_info_of(&probe);
+    let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
+    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let mut res = Vec::new();
+    for (proto, net) in [
+        ("dctcp", format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0)),
+        ("ppt", format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}]}}"#, ks.join(","))),
+    ] {
+        // Load 0.125 over 4 hosts = load 0.5 of one host link; all flows go 0/1 -> 2.
+        let d = format!(
+            r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"{proto}"}},"network":{net},
+                "workload":{{"pattern":"poisson","cdf":"websearch","load":0.125,"flows":1500}},
+                "output":{{"audit":true,"sample_interval":"100us"}}}}"#
+        );
+        let sc = parse_scenario(&d, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+        let flows: Vec<_> = sc
+            .flows()
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                f.src = (i % 2) as u32;
+                f.dst = 2;
+                f
+            })
+            .collect();
+        let last_arrival = flows.iter().map(|f| f.start.0).max().unwrap();
+        let out = dcnsim_core::sim::Sim::with_flows(&sc, flows).run(&mut |_| true);
+        assert!(out.audit_errors.is_empty(), "{:?}", &out.audit_errors[..1]);
+        let port =
+            (0..out.ports.id.len()).find(|&i| out.ports.peer[i] == 2 && out.ports.node_kind[i] != "host").unwrap();
+        let port = out.ports.id[port];
+        let l = &out.link_samples;
+        // Steady state: from 10% of the arrival period to its end.
+        let t0 = last_arrival / 10;
+        let u: Vec<f64> = (0..l.t_ps.len())
+            .filter(|&i| l.port[i] == port && l.t_ps[i] > t0 && l.t_ps[i] <= last_arrival)
+            .map(|i| l.utilization[i])
+            .collect();
+        let mean = u.iter().sum::<f64>() / u.len() as f64;
+        let busy = u.iter().filter(|&&x| x > 0.0).count() as f64;
+        let low = u.iter().filter(|&&x| x > 0.0 && x < 0.5).count() as f64 / busy;
+        let s = summarize(&out);
+        let drops: u64 = out.counters.drops.iter().map(|d| d.1).sum();
+        let timeouts: u32 = out.flows.timeouts.iter().sum();
+        eprintln!(
+            "{proto}: mean util {mean:.3}, busy samples below 50% {low:.3}, drops {drops}, timeouts {timeouts}, {s:?}"
+        );
+        res.push((mean, low, s));
+    }
+    let (d, p) = (&res[0], &res[1]);
+    assert!(p.0 > d.0, "PPT's mean utilization {} above DCTCP's {}", p.0, d.0);
+    assert!(p.1 < d.1, "PPT has fewer under-utilized intervals: {} vs {}", p.1, d.1);
+    // Not asserted: PPT's FCTs in this 2-to-1 setting (see the report: they are worse than
+    // DCTCP's here, with timeouts; an open issue).
+}
