@@ -175,3 +175,208 @@ fn ppt_utilizes_the_bottleneck_better_than_dctcp_two_to_one() {
     // Not asserted: PPT's FCTs in this 2-to-1 setting (see the report: they are worse than
     // DCTCP's here, with timeouts; an open issue).
 }
+
+// ------------------------------------------------------------------------------------------
+// Diagnostic of the 2-to-1 case: drops per class, LCP loops per flow, queue per class.
+// ------------------------------------------------------------------------------------------
+
+use dcnsim_core::packet::{FlowId, Packet};
+use dcnsim_core::transport::{registry, Ctx, FlowStats, Transport};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+#[derive(Default, Debug)]
+struct Tap {
+    sent: [u64; 8],
+    rcvd: [u64; 8],
+}
+
+struct Tapped<T: Transport> {
+    inner: Rc<RefCell<T>>,
+    tap: Rc<RefCell<Tap>>,
+}
+
+impl<T: Transport> Tapped<T> {
+    fn count(&self, ctx: &Ctx, from: usize) {
+        let mut t = self.tap.borrow_mut();
+        for p in &ctx.out.sends[from..] {
+            if p.is_data() {
+                t.sent[p.prio as usize] += 1;
+            }
+        }
+    }
+}
+
+impl<T: Transport> Transport for Tapped<T> {
+    fn name(&self) -> &'static str {
+        "tapped"
+    }
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let n = ctx.out.sends.len();
+        self.inner.borrow_mut().start_flow(ctx, flow);
+        self.count(ctx, n);
+    }
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if pkt.is_data() {
+            self.tap.borrow_mut().rcvd[pkt.prio as usize] += 1;
+        }
+        let n = ctx.out.sends.len();
+        self.inner.borrow_mut().on_packet(ctx, pkt);
+        self.count(ctx, n);
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        let n = ctx.out.sends.len();
+        self.inner.borrow_mut().on_timer(ctx, token);
+        self.count(ctx, n);
+    }
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.inner.borrow().flow_stats(flow)
+    }
+}
+
+struct Dyn(Box<dyn Transport>);
+
+impl Transport for Dyn {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.0.start_flow(ctx, flow)
+    }
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.0.on_packet(ctx, pkt)
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        self.0.on_timer(ctx, token)
+    }
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.0.flow_stats(flow)
+    }
+}
+
+const TWO_TO_ONE_TOPO: &str = r#"{"kind":"single_switch","hosts":4,"host_rate":"10Gbps","host_delay":"9us"}"#;
+
+struct TwoToOne {
+    fct: Fct,
+    drops: u64,
+    timeouts: u32,
+    /// Data packets lost per class (sent - received).
+    lost: [u64; 8],
+    sent: [u64; 8],
+    /// Average queue bytes per class at the bottleneck over samples.
+    q_avg: [f64; 8],
+    q_max_total: u64,
+    loops: u64,
+    flows_with_lcp: u64,
+    lp_acks: u64,
+    lp_ece: u64,
+    case2: u64,
+    window_pkts: u64,
+}
+
+fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
+    let probe = format!(
+        r#"{{"seed":3,"topology":{TWO_TO_ONE_TOPO},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
+    );
+    let ni = net_info_of(&probe);
+    let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
+    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let net = if proto == "ppt" {
+        format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}]}}"#, ks.join(","))
+    } else {
+        format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0)
+    };
+    let d = format!(
+        r#"{{"seed":3,"topology":{TWO_TO_ONE_TOPO},"transport":{{"protocol":"{proto}"{transport_extra}}},"network":{net},
+            "workload":{{"pattern":"poisson","cdf":"websearch","load":0.125,"flows":{flows_n}}},
+            "output":{{"audit":true,"sample_interval":"10us"}}}}"#
+    );
+    let sc = parse_scenario(&d, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let flows: Vec<_> = sc
+        .flows()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut f)| {
+            f.src = (i % 2) as u32;
+            f.dst = 2;
+            f
+        })
+        .collect();
+    let nflows = flows.len();
+    let tap = Rc::new(RefCell::new(Tap::default()));
+    let mut lp = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let out = if proto == "ppt" {
+        let inner = Rc::new(RefCell::new(ppt::Ppt::from_config(&sc.transport_cfg, &sc.net_info).unwrap()));
+        let t = Tapped { inner: inner.clone(), tap: tap.clone() };
+        let out = dcnsim_core::sim::Sim::with_parts(&sc, flows, Box::new(t)).run(&mut |_| true);
+        let p = inner.borrow();
+        for f in 0..nflows as FlowId {
+            let s = p.lp_stats(f);
+            lp.0 += s.loops as u64;
+            lp.1 += (s.loops > 0) as u64;
+            lp.2 += s.acks;
+            lp.3 += s.ece_acks;
+            lp.4 += s.case2_loops as u64;
+            lp.5 += s.window_pkts;
+        }
+        out
+    } else {
+        let inner = Rc::new(RefCell::new(Dyn(registry::build(&sc.protocol, &sc.transport_cfg, &sc.net_info).unwrap())));
+        let t = Tapped { inner, tap: tap.clone() };
+        dcnsim_core::sim::Sim::with_parts(&sc, flows, Box::new(t)).run(&mut |_| true)
+    };
+    assert!(out.audit_errors.is_empty(), "{:?}", &out.audit_errors[..1]);
+    // LCP stats, if PPT: rebuild is not possible, so query through a fresh PPT is useless; use
+    // the concrete type via a second run below when needed.
+    let port = common_bottleneck(&out, 2);
+    let q = &out.queue_samples;
+    let nsamples = out.link_samples.t_ps.iter().zip(&out.link_samples.port).filter(|(_, &p)| p == port).count();
+    let mut q_avg = [0.0; 8];
+    let mut tot: std::collections::BTreeMap<u64, u64> = Default::default();
+    for i in 0..q.t_ps.len() {
+        if q.port[i] == port {
+            q_avg[q.prio[i] as usize] += q.bytes[i] as f64 / nsamples.max(1) as f64;
+            *tot.entry(q.t_ps[i]).or_default() += q.bytes[i];
+        }
+    }
+    let tp = tap.borrow();
+    let mut lost = [0; 8];
+    for c in 0..8 {
+        lost[c] = tp.sent[c].saturating_sub(tp.rcvd[c]);
+    }
+    let _ = nflows;
+    TwoToOne {
+        fct: summarize(&out),
+        drops: out.counters.drops.iter().map(|d| d.1).sum(),
+        timeouts: out.flows.timeouts.iter().sum(),
+        lost,
+        sent: tp.sent,
+        q_avg,
+        q_max_total: tot.values().copied().max().unwrap_or(0),
+        loops: lp.0,
+        flows_with_lcp: lp.1,
+        lp_acks: lp.2,
+        lp_ece: lp.3,
+        case2: lp.4,
+        window_pkts: lp.5,
+    }
+}
+
+fn common_bottleneck(out: &RunOutput, host: u32) -> u32 {
+    let p = &out.ports;
+    (0..p.id.len()).find(|&i| p.peer[i] == host && p.node_kind[i] != "host").map(|i| p.id[i]).unwrap()
+}
+
+#[test]
+#[ignore]
+fn diag_two_to_one() {
+    for (proto, extra) in [("dctcp", ""), ("ppt", "")] {
+        let r = two_to_one(proto, extra, 1500);
+        eprintln!(
+            "{proto}{extra}: drops {} timeouts {} {:?}\n  sent {:?}\n  lost {:?}\n  q_avg {:?} q_max_total {}\n  loops {} lp_acks {} ece {}",
+            r.drops, r.timeouts, r.fct, r.sent, r.lost, r.q_avg.map(|x| x.round()), r.q_max_total, r.loops, r.lp_acks, r.lp_ece
+        );
+        eprintln!("  flows with lcp {} case2 loops {} window pkts {}", r.flows_with_lcp, r.case2, r.window_pkts
+        );
+    }
+}

@@ -130,6 +130,11 @@ pub struct LpStats {
     pub bytes: u64,
     pub acks: u64,
     pub ece_acks: u64,
+    /// Loops opened by PPT's case 2 (Eq. 2).
+    pub case2_loops: u32,
+    /// Opportunistic packets sent as part of an initial window (the rest were released by
+    /// LP ACKs).
+    pub window_pkts: u64,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -224,6 +229,7 @@ impl LpSender {
             self.pace_gap = Time(rtt.0 / n);
             self.to_pace = n - 1;
             if self.send_one(lx) {
+                self.stats.window_pkts += 1;
                 let at = lx.now + self.pace_gap;
                 let g = self.pace.arm(at);
                 lx.out.timer(at, token(self.id, TIMER_LP_PACE, g));
@@ -233,6 +239,7 @@ impl LpSender {
                 if !self.send_one(lx) {
                     break;
                 }
+                self.stats.window_pkts += 1;
             }
         }
         true
@@ -297,7 +304,9 @@ impl LpSender {
             TIMER_LP_PACE => {
                 if self.pace.fire(gen) && self.open && self.to_pace > 0 {
                     self.to_pace -= 1;
-                    if self.send_one(lx) && self.to_pace > 0 {
+                    let sent = self.send_one(lx);
+                    self.stats.window_pkts += sent as u64;
+                    if sent && self.to_pace > 0 {
                         let at = lx.now + self.pace_gap;
                         let g = self.pace.arm(at);
                         lx.out.timer(at, token(self.id, TIMER_LP_PACE, g));
@@ -745,9 +754,13 @@ impl DualLoop {
         if case2 && p.lcp && a <= amin && !f.lp.is_open() {
             let init = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
             let rtt = rtt_of(f, info);
+            let mut opened = false;
             with_lcp(p, f, info, now, out, |lp, lx| {
-                lp.open(lx, init, rtt);
+                opened = lp.open(lx, init, rtt);
             });
+            if opened {
+                f.lp.stats.case2_loops += 1;
+            }
         }
     }
 
