@@ -121,7 +121,7 @@ impl Network {
                     peer: b,
                     rate: l.rate,
                     delay: l.delay,
-                    disc: queue::build(qcfg, role),
+                    disc: queue::build(qcfg, role, l.rate),
                     busy_until: Time::ZERO,
                     txdone_pending: false,
                     tx_bytes: 0,
@@ -261,6 +261,11 @@ mod tests {
             classes: 8,
             ecn_k: vec![None; 8],
             ecn_per_port: false,
+            selective: Default::default(),
+            trim: Default::default(),
+            pfabric: Default::default(),
+            crossmark: Default::default(),
+            credit: Default::default(),
         }
     }
 

@@ -162,6 +162,21 @@ pub struct NetworkSpec {
     pub queue_policy: String,
     #[serde(default = "d_routing")]
     pub routing: Routing,
+    /// `[network.selective]`: Aeolus selective dropping (policy `selective_drop`).
+    #[serde(default)]
+    pub selective: crate::queue::selective::SelectiveDropConfig,
+    /// `[network.trim]`: NDP trimming (policy `ndp_trim`).
+    #[serde(default)]
+    pub trim: crate::queue::trim::TrimConfig,
+    /// `[network.pfabric]`: pFabric (policy `pfabric`).
+    #[serde(default)]
+    pub pfabric: crate::queue::pfabric::PFabricConfig,
+    /// `[network.crossmark]`: RPO cross-queue marking (policy `rpo_crossmark`).
+    #[serde(default)]
+    pub crossmark: crate::queue::crossmark::CrossMarkConfig,
+    /// `[network.credit]`: ExpressPass credit limiting (policy `expresspass_credit`).
+    #[serde(default)]
+    pub credit: crate::queue::credit::CreditConfig,
 }
 
 fn d_true() -> bool {
@@ -287,12 +302,43 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     })?;
 
     // Network facts (base RTTs) from a routed instance of the topology.
+    if network.trim.trim_threshold == 0 {
+        return Err(
+            FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
+        );
+    }
+    if network.pfabric.buffer.0 < network.mtu.0 {
+        return Err(FieldError::invalid(
+            "network.pfabric.buffer",
+            "cannot hold one MTU packet",
+            "give at least one MTU",
+        )
+        .into());
+    }
+    if network.crossmark.period == Time::ZERO {
+        return Err(FieldError::invalid("network.crossmark.period", "must be > 0", "use e.g. \"50us\"").into());
+    }
+    if network.credit.credit_queue == 0 {
+        return Err(
+            FieldError::invalid("network.credit.credit_queue", "must be at least 1 credit", "use e.g. 8").into()
+        );
+    }
+    let mut trim = network.trim.clone();
+    trim.header_size = network.ctrl_size;
+    let mut credit = network.credit.clone();
+    credit.credit_size = network.ctrl_size;
+    credit.mtu = network.mtu;
     let probe_q = QueueConfig {
         policy: policy.clone(),
         buffer: network.buffer,
         classes: network.priorities,
         ecn_k: vec![None; network.priorities as usize],
         ecn_per_port: network.ecn_per_port,
+        selective: network.selective.clone(),
+        trim: trim.clone(),
+        pfabric: network.pfabric.clone(),
+        crossmark: network.crossmark.clone(),
+        credit: credit.clone(),
     };
     let net = Network::build(&topology, &probe_q, 0);
     let mut max_rtt = Time::ZERO;
@@ -335,13 +381,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         });
         vec![Some(k); classes]
     };
-    let queue = QueueConfig {
-        policy,
-        buffer: network.buffer,
-        classes: network.priorities,
-        ecn_k,
-        ecn_per_port: network.ecn_per_port,
-    };
+    let queue = QueueConfig { ecn_k, ..probe_q };
 
     let (protocol, transport_cfg) = split_protocol(&raw.transport)?;
     registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;

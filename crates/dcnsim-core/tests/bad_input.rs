@@ -99,6 +99,18 @@ fn each_bad_input_names_its_field() {
             toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[output]\nsample_ports = \"spines\""),
             "output.sample_ports",
         ),
+        (
+            toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network.trim]\ntrim_threshold = 0"),
+            "network.trim.trim_threshold",
+        ),
+        (
+            toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network.selective]\nthreshhold = 1"),
+            "network.selective.threshhold",
+        ),
+        (
+            toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network]\nqueue_policy = \"red\""),
+            "network.queue_policy",
+        ),
         ("this is = = not toml".to_string(), ""),
     ];
     for (doc, field) in &cases {

@@ -189,3 +189,35 @@ fn poisson_load_gives_matching_utilization_and_growing_slowdown() {
     }
     assert!(slowdowns[0] < slowdowns[1] && slowdowns[1] < slowdowns[2], "slowdown grows with load: {slowdowns:?}");
 }
+
+/// Every registered queue policy runs under the generic runner. Selective dropping acts
+/// only on unscheduled packets and cross-queue marking only while opportunistic packets
+/// wait, so with TCP traffic (neither kind) both must reproduce the default policy's run
+/// exactly; trimming, pFabric and credit limiting must still deliver every byte.
+#[test]
+fn queue_policies_compose_with_the_runner() {
+    let run_policy = |policy: &str| {
+        let doc = format!(
+            r#"{{"seed":4,"topology":{{"kind":"leaf_spine","leaves":2,"hosts_per_leaf":4,"spines":2,"host_rate":"10Gbps","core_rate":"10Gbps"}},
+                "transport":{{"protocol":"dctcp"}},
+                "network":{{"buffer":"60KB","ecn_k":"20KB","queue_policy":"{policy}","pfabric":{{"buffer":"60KB"}}}},
+                "workload":[{{"pattern":"poisson","cdf":"webserver","load":0.6,"flows":600}}],
+                "output":{{"audit":true}}}}"#
+        );
+        let sc = dcnsim_core::parse_scenario(&doc, dcnsim_core::Format::Json, std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
+        dcnsim_core::run(&sc, &mut |_| true)
+    };
+    let base = run_policy("priority_ecn");
+    for same in ["selective_drop", "rpo_crossmark"] {
+        let out = run_policy(same);
+        assert_eq!(out.flows, base.flows, "{same} must equal priority_ecn without unscheduled/opportunistic packets");
+    }
+    for other in ["ndp_trim", "pfabric", "expresspass_credit"] {
+        let out = run_policy(other);
+        assert!(out.audit_errors.is_empty(), "{other}: {:?}", out.audit_errors);
+        let unfinished = out.flows.finish_ps.iter().filter(|&&f| f == u64::MAX).count();
+        assert_eq!(unfinished, 0, "{other}: every flow finishes");
+        assert_eq!(out.counters.packets_left, 0, "{other}");
+    }
+}

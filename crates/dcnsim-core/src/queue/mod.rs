@@ -11,10 +11,15 @@
 //! [`build`] only. Drop causes are free-form static names, so a policy adds its own
 //! cause without editing any shared enum.
 
+pub mod credit;
+pub mod crossmark;
+pub mod pfabric;
 pub mod priority;
+pub mod selective;
+pub mod trim;
 
 use crate::packet::{PacketArena, PktIdx};
-use crate::units::{Bytes, Time};
+use crate::units::{Bytes, Rate, Time};
 
 /// Drop cause: the queue's shared buffer was full.
 pub const DROP_OVERFLOW: &str = "buffer_overflow";
@@ -73,37 +78,84 @@ pub struct QueueConfig {
     pub ecn_k: Vec<Option<Bytes>>,
     /// Compare K with the port's total occupancy instead of the class's own.
     pub ecn_per_port: bool,
+    /// Parameters of the other policies (used only by the policy they belong to).
+    pub selective: selective::SelectiveDropConfig,
+    pub trim: trim::TrimConfig,
+    pub pfabric: pfabric::PFabricConfig,
+    pub crossmark: crossmark::CrossMarkConfig,
+    pub credit: credit::CreditConfig,
 }
 
 /// The queue policies this build knows, registered here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum QueuePolicyKind {
     PriorityEcn,
+    /// Aeolus selective dropping of unscheduled packets.
+    SelectiveDrop,
+    /// NDP payload trimming.
+    NdpTrim,
+    /// pFabric priority scheduling and dropping.
+    PFabric,
+    /// RPO cross-queue ECN marking.
+    CrossMark,
+    /// ExpressPass per-port credit rate limiting.
+    CreditLimit,
 }
 
 impl QueuePolicyKind {
-    pub const NAMES: &'static [&'static str] = &["priority_ecn"];
+    pub const NAMES: &'static [&'static str] =
+        &["priority_ecn", "selective_drop", "ndp_trim", "pfabric", "rpo_crossmark", "expresspass_credit"];
     pub fn from_name(s: &str) -> Option<Self> {
         match s {
             "priority_ecn" | "droptail" | "default" => Some(Self::PriorityEcn),
+            "selective_drop" | "aeolus" => Some(Self::SelectiveDrop),
+            "ndp_trim" | "ndp" | "trim" => Some(Self::NdpTrim),
+            "pfabric" => Some(Self::PFabric),
+            "rpo_crossmark" | "rpo" | "crossmark" => Some(Self::CrossMark),
+            "expresspass_credit" | "credit_limit" => Some(Self::CreditLimit),
             _ => None,
         }
     }
     pub fn name(&self) -> &'static str {
         match self {
             Self::PriorityEcn => "priority_ecn",
+            Self::SelectiveDrop => "selective_drop",
+            Self::NdpTrim => "ndp_trim",
+            Self::PFabric => "pfabric",
+            Self::CrossMark => "rpo_crossmark",
+            Self::CreditLimit => "expresspass_credit",
         }
     }
 }
 
-/// Build the queue discipline of one port.
-pub fn build(cfg: &QueueConfig, role: PortRole) -> Box<dyn QueueDisc> {
+/// Build the queue discipline of one port whose link runs at `rate`.
+pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc> {
     match (role, &cfg.policy) {
         (PortRole::HostNic, _) => {
             Box::new(priority::PriorityEcn::new(Bytes(u64::MAX), cfg.classes, vec![None; cfg.classes as usize], false))
         }
         (PortRole::Switch, QueuePolicyKind::PriorityEcn) => {
             Box::new(priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port))
+        }
+        (PortRole::Switch, QueuePolicyKind::SelectiveDrop) => Box::new(selective::SelectiveDrop::new(
+            cfg.buffer,
+            cfg.classes,
+            &cfg.selective,
+            &cfg.ecn_k,
+            cfg.ecn_per_port,
+        )),
+        (PortRole::Switch, QueuePolicyKind::NdpTrim) => Box::new(trim::NdpTrim::new(cfg.buffer, &cfg.trim)),
+        (PortRole::Switch, QueuePolicyKind::PFabric) => Box::new(pfabric::PFabric::new(&cfg.pfabric)),
+        (PortRole::Switch, QueuePolicyKind::CrossMark) => Box::new(crossmark::CrossMark::new(
+            cfg.buffer,
+            cfg.classes,
+            &cfg.crossmark,
+            &cfg.ecn_k,
+            cfg.ecn_per_port,
+            Some(rate),
+        )),
+        (PortRole::Switch, QueuePolicyKind::CreditLimit) => {
+            Box::new(credit::CreditLimit::new(cfg.buffer, cfg.classes, &cfg.credit, &cfg.ecn_k, cfg.ecn_per_port, rate))
         }
     }
 }
