@@ -64,7 +64,7 @@ test-python: $(EXT_STAMP)
 
 lint: $(DEPS_STAMP)
 	cargo fmt --all -- --check
-	cargo clippy --workspace --release -- -D warnings
+	cargo clippy --workspace --release --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests
 	$(VENV)/bin/ruff format --check python tests
 

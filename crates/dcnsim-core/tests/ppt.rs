@@ -339,10 +339,17 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
             *tot.entry(q.t_ps[i]).or_default() += q.bytes[i];
         }
     }
+    let total: u64 = out.flows.size.iter().sum();
+    let retx: u64 = out.flows.retx_bytes.iter().sum();
+    eprintln!(
+        "  payload sent / flow bytes = {:.4}, hcp retx bytes / flow bytes = {:.4}",
+        out.counters.data_payload_sent as f64 / total as f64,
+        retx as f64 / total as f64
+    );
     let tp = tap.borrow();
     let mut lost = [0; 8];
-    for c in 0..8 {
-        lost[c] = tp.sent[c].saturating_sub(tp.rcvd[c]);
+    for (c, l) in lost.iter_mut().enumerate() {
+        *l = tp.sent[c].saturating_sub(tp.rcvd[c]);
     }
     let _ = nflows;
     TwoToOne {
@@ -370,13 +377,13 @@ fn common_bottleneck(out: &RunOutput, host: u32) -> u32 {
 #[test]
 #[ignore]
 fn diag_two_to_one() {
-    for (proto, extra) in [("dctcp", ""), ("ppt", "")] {
+    let ex = std::env::var("PPT_EXTRA").unwrap_or_default();
+    for (proto, extra) in [("dctcp", ""), ("ppt", ex.as_str())] {
         let r = two_to_one(proto, extra, 1500);
         eprintln!(
             "{proto}{extra}: drops {} timeouts {} {:?}\n  sent {:?}\n  lost {:?}\n  q_avg {:?} q_max_total {}\n  loops {} lp_acks {} ece {}",
             r.drops, r.timeouts, r.fct, r.sent, r.lost, r.q_avg.map(|x| x.round()), r.q_max_total, r.loops, r.lp_acks, r.lp_ece
         );
-        eprintln!("  flows with lcp {} case2 loops {} window pkts {}", r.flows_with_lcp, r.case2, r.window_pkts
-        );
+        eprintln!("  flows with lcp {} case2 loops {} window pkts {}", r.flows_with_lcp, r.case2, r.window_pkts);
     }
 }

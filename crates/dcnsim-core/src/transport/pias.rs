@@ -166,7 +166,7 @@ mod tests {
         p.start_flow(&mut Ctx { now, host: 0, flows: &flows, out: &mut out }, 0);
         let mut wire: Vec<Packet> = out.sends.drain(..).collect();
         while !wire.is_empty() {
-            now = now + Time::us(1);
+            now += Time::us(1);
             let mut next = Vec::new();
             for pkt in wire {
                 if pkt.is_data() {
@@ -188,7 +188,7 @@ mod tests {
         let prios: Vec<u8> = data.iter().map(|d| d.prio).collect();
         // 2 packets (2920 B) in class 0, 2 in class 1, 2 in class 2, the rest in class 3.
         let mut want = vec![0, 0, 1, 1, 2, 2];
-        want.extend(std::iter::repeat(3).take(14));
+        want.extend(std::iter::repeat_n(3, 14));
         assert_eq!(prios, want);
         assert!(p.tcp().receiver_complete(0));
     }

@@ -449,8 +449,7 @@ mod tests {
         lp.open(&mut lx, 8 * MSS, rtt);
         let mut seqs = vec![out.sends[0].seq];
         let mut times = vec![Time::ZERO];
-        loop {
-            let Some(&(at, tok)) = out.timers.iter().find(|&&(_, t)| untoken(t).1 == TIMER_LP_PACE) else { break };
+        while let Some(&(at, tok)) = out.timers.iter().find(|&&(_, t)| untoken(t).1 == TIMER_LP_PACE) {
             let (_, kind, gen) = untoken(tok);
             out.clear();
             let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
@@ -553,7 +552,7 @@ mod tests {
         let mut h = H::new(json!({"identification": false}), flow(1_000_000, 40));
         let sent = h.start();
         let lps: Vec<Packet> = sent.iter().copied().filter(|p| p.kind == KIND_LP_DATA).collect();
-        assert!(lps.len() >= 1);
+        assert!(!lps.is_empty());
         let mut all_lp = lps.clone();
         h.advance(Time::us(40));
         all_lp.extend(h.wire.iter().copied().filter(|p| p.kind == KIND_LP_DATA));
