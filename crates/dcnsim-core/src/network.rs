@@ -261,6 +261,7 @@ mod tests {
             classes: 8,
             ecn_k: vec![None; 8],
             ecn_per_port: false,
+            ecn_port_classes: vec![],
             selective: Default::default(),
             trim: Default::default(),
             pfabric: Default::default(),

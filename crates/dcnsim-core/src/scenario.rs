@@ -158,6 +158,10 @@ pub struct NetworkSpec {
     /// Compare K with the port's total occupancy instead of the class's own queue.
     #[serde(default)]
     pub ecn_per_port: bool,
+    /// Classes that compare K with the port's total occupancy while the others keep
+    /// per-queue marking (PPT marks its low-priority classes on buffer occupancy).
+    #[serde(default)]
+    pub ecn_port_classes: Vec<u8>,
     #[serde(default = "d_policy")]
     pub queue_policy: String,
     #[serde(default = "d_routing")]
@@ -302,6 +306,14 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     })?;
 
     // Network facts (base RTTs) from a routed instance of the topology.
+    if let Some(c) = network.ecn_port_classes.iter().find(|&&c| c >= network.priorities) {
+        return Err(FieldError::invalid(
+            "network.ecn_port_classes",
+            format!("class {c} does not exist with {} priorities", network.priorities),
+            "list classes from 0 to priorities - 1",
+        )
+        .into());
+    }
     if network.trim.trim_threshold == 0 {
         return Err(
             FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
@@ -334,6 +346,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         classes: network.priorities,
         ecn_k: vec![None; network.priorities as usize],
         ecn_per_port: network.ecn_per_port,
+        ecn_port_classes: network.ecn_port_classes.clone(),
         selective: network.selective.clone(),
         trim: trim.clone(),
         pfabric: network.pfabric.clone(),

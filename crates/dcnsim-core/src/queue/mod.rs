@@ -78,6 +78,9 @@ pub struct QueueConfig {
     pub ecn_k: Vec<Option<Bytes>>,
     /// Compare K with the port's total occupancy instead of the class's own.
     pub ecn_per_port: bool,
+    /// Classes that compare K with the port's total occupancy even when `ecn_per_port` is
+    /// off (default policy only).
+    pub ecn_port_classes: Vec<u8>,
     /// Parameters of the other policies (used only by the policy they belong to).
     pub selective: selective::SelectiveDropConfig,
     pub trim: trim::TrimConfig,
@@ -134,9 +137,10 @@ pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc
         (PortRole::HostNic, _) => {
             Box::new(priority::PriorityEcn::new(Bytes(u64::MAX), cfg.classes, vec![None; cfg.classes as usize], false))
         }
-        (PortRole::Switch, QueuePolicyKind::PriorityEcn) => {
-            Box::new(priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port))
-        }
+        (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(
+            priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port)
+                .with_port_classes(&cfg.ecn_port_classes),
+        ),
         (PortRole::Switch, QueuePolicyKind::SelectiveDrop) => Box::new(selective::SelectiveDrop::new(
             cfg.buffer,
             cfg.classes,

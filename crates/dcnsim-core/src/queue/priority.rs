@@ -6,7 +6,8 @@
 //! instantaneous occupancy, *before* the packet is added, exceeds K (DCTCP, Alizadeh et
 //! al. 2010 §3.1). Occupancy counts waiting packets only (the one being serialized has
 //! left the queue). K applies to the class's own queue by default, or to the whole port
-//! when `per_port` is set.
+//! when `per_port` is set, or to the whole port for a chosen set of classes only
+//! ([`PriorityEcn::with_port_classes`]).
 
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
 use crate::packet::{Ecn, PacketArena, PktIdx};
@@ -85,7 +86,8 @@ pub struct PriorityEcn {
     q: ClassQueues,
     buffer: u64,
     k: [u64; 8],
-    per_port: bool,
+    /// Bit c set: class c compares K with the whole port's occupancy.
+    port_classes: u8,
 }
 
 impl PriorityEcn {
@@ -95,7 +97,18 @@ impl PriorityEcn {
         for (i, slot) in k.iter_mut().enumerate().take(classes as usize) {
             *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
         }
-        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, k, per_port }
+        let port_classes = if per_port { 0xFF } else { 0 };
+        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, k, port_classes }
+    }
+}
+
+impl PriorityEcn {
+    /// Mark the classes in `classes` against the port's total occupancy and the others
+    /// against their own queue (PPT §3.2 marks opportunistic packets on buffer occupancy
+    /// while the high-priority loop keeps DCTCP's per-queue marking).
+    pub fn with_port_classes(mut self, classes: &[u8]) -> Self {
+        self.port_classes = classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
+        self
     }
 }
 
@@ -110,7 +123,7 @@ impl QueueDisc for PriorityEcn {
         }
         let c = self.q.class_of(p.prio);
         if p.ecn == Ecn::Ect {
-            let occ = if self.per_port { self.q.total() } else { self.q.class_bytes(c) };
+            let occ = if self.port_classes & (1 << c) != 0 { self.q.total() } else { self.q.class_bytes(c) };
             if occ > self.k[c] {
                 p.ecn = Ecn::Ce;
             }
@@ -192,6 +205,25 @@ mod tests {
         let n = pkt(&mut a, 1500, 0, Ecn::NotEct);
         q.enqueue(Time(0), n, &mut a, &mut fx);
         assert_eq!(a.get(n).ecn, Ecn::NotEct);
+    }
+
+    #[test]
+    fn chosen_classes_mark_on_port_occupancy() {
+        // Class 0 holds 3000 B. K = 1000 B everywhere; class 5 marks on the port, class 3 on
+        // its own (empty) queue.
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(1_000_000), 8, vec![Some(Bytes(1000)); 8], false).with_port_classes(&[5]);
+        let mut fx = PortEffects::default();
+        for _ in 0..2 {
+            let x = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            q.enqueue(Time(0), x, &mut a, &mut fx);
+        }
+        let lo = pkt(&mut a, 1500, 5, Ecn::Ect);
+        q.enqueue(Time(0), lo, &mut a, &mut fx);
+        let mid = pkt(&mut a, 1500, 3, Ecn::Ect);
+        q.enqueue(Time(0), mid, &mut a, &mut fx);
+        assert_eq!(a.get(lo).ecn, Ecn::Ce, "class 5 sees the port's 3000 B > K");
+        assert_eq!(a.get(mid).ecn, Ecn::Ect, "class 3 sees only its own empty queue");
     }
 
     #[test]
