@@ -23,10 +23,11 @@
 //!
 //! Meeting in the middle (PPT §5.2): every LP ACK names the byte ranges of the opportunistic
 //! packets it acknowledges; the HCP's ACKs also carry the receiver's lowest out-of-order block
-//! (its SACK block). The sender keeps these *known delivered* ranges and hands each to the
-//! HCP's scoreboard ([`TcpSender::mark_delivered`]) when the HCP comes within reach of it, so
-//! the HCP skips them; when the receiver's cumulative ACK jumps over LCP data, the HCP's
-//! `snd_una`/`snd_nxt` jump with it (the embedded sender accepts ACKs above `snd_max`).
+//! (its SACK block). The sender keeps these *known delivered* ranges and hands them to the
+//! HCP at the next HCP ACK or RTO as skip ranges ([`TcpSender::note_delivered`]), so the HCP
+//! neither sends them nor counts them in flight; when the receiver's cumulative ACK jumps over
+//! LCP data, the HCP's `snd_una`/`snd_nxt` jump with it (the embedded sender accepts ACKs
+//! above `snd_max`).
 //!
 //! # Header layout
 //! - LP data (`kind = KIND_LP_DATA`, flags `DATA | OPPORTUNISTIC`): `seq` = byte offset,
@@ -40,11 +41,16 @@
 //! [`TIMER_LP_IDLE`] at the sender, [`TIMER_LP_OPEN`] for a delayed loop start.
 //!
 //! # Choices where the papers leave room
-//! - The delivered ranges are handed to the HCP lazily (only once the HCP could reach them
-//!   in the current call): the embedded RFC 6675 sender counts SACKed bytes above a hole as
-//!   loss evidence, so ranges far above its window would make any later duplicate ACK look
-//!   like a loss of everything outstanding. Near the crossing point that effect remains (as
-//!   it does in the Linux prototype, which SACK-tags LCP data too).
+//! - The delivered ranges are not SACK blocks for the HCP: the embedded RFC 6675 sender
+//!   counts SACKed bytes above a hole as loss evidence, so LCP ranges above its window would
+//!   make in-flight HCP data look lost and cause spurious retransmissions where the loops
+//!   meet. Only the receiver's own SACK blocks (on HCP ACKs, below `snd_max`) are loss
+//!   evidence. (Earlier versions SACK-tagged them lazily, within reach of the HCP's window.)
+//!   This applies to RC3 too (shared engine).
+//! - With `react_ece` (PPT), an LP ACK with ECE also cancels the rest of a paced initial
+//!   window.
+//! - PPT opens at most one case-2 loop per congestion episode (a round in which DCTCP's
+//!   alpha rose, or the end of start-up); see ppt.rs.
 //! - Opportunistic data is stored by the same [`TcpReceiver`] (so completion is reported
 //!   exactly once, when every byte is held, whichever loop brought it); the ACKs it would
 //!   generate for an opportunistic packet are forwarded to the HCP only when they advance
@@ -281,7 +287,11 @@ impl LpSender {
         }
         self.last_ack = lx.now;
         if ece && lx.p.react_ece {
+            // PPT §3.2 / §6.1.2: congestion suspends opportunistic sending, including what is
+            // left of a paced initial window.
             self.stats.ece_acks += 1;
+            self.to_pace = 0;
+            self.pace.cancel();
             return;
         }
         let n = match lx.p.release {
@@ -511,6 +521,9 @@ struct SndFlow {
     round_end: u64,
     alphas: [f64; 32],
     n_alpha: usize,
+    /// A congestion episode (a round in which alpha rose, or the end of start-up) has begun
+    /// and no case-2 loop has been opened for it yet.
+    episode: bool,
     open_timer: TimerSlot,
 }
 
@@ -707,14 +720,11 @@ fn lp_class_rc3(p: &DualParams, info: &FlowInfo, seq: u64) -> u8 {
     }
 }
 
-/// Hand the LCP's known-delivered ranges the HCP could reach to its scoreboard.
-fn hand_over(f: &mut SndFlow, mss: u64, ack: u64) {
-    let h = &f.hcp;
-    let base = h.snd_nxt().max(h.snd_una()).max(ack);
-    let horizon =
-        base.saturating_add(4 * h.cwnd()).saturating_add(ack.saturating_sub(h.snd_una())).saturating_add(8 * mss);
+/// Hand the LCP's known-delivered ranges to the HCP as ranges to skip, not as SACKed bytes
+/// ([`TcpSender::note_delivered`]): they never count as loss evidence.
+fn hand_over(f: &mut SndFlow) {
     let hcp = &mut f.hcp;
-    f.lp.hand_over(horizon, |a, b| hcp.mark_delivered(a, b));
+    f.lp.hand_over(u64::MAX, |a, b| hcp.note_delivered(a, b));
 }
 
 impl DualLoop {
@@ -735,6 +745,7 @@ impl DualLoop {
                 return;
             }
             f.startup_over = true;
+            f.episode = true;
             f.round_end = f.hcp.snd_max();
         }
         f.w_max = f.w_max.max(f.hcp.cwnd());
@@ -744,6 +755,9 @@ impl DualLoop {
         f.round_end = f.hcp.snd_max();
         let a = f.hcp.alpha();
         let w = alpha_window.clamp(1, 32);
+        if f.n_alpha > 0 && a > f.alphas[(f.n_alpha - 1) % 32] {
+            f.episode = true;
+        }
         f.alphas[f.n_alpha % 32] = a;
         f.n_alpha += 1;
         let k = f.n_alpha.min(w);
@@ -751,7 +765,7 @@ impl DualLoop {
         for i in 0..k {
             amin = amin.min(f.alphas[(f.n_alpha - 1 - i) % 32]);
         }
-        if case2 && p.lcp && a <= amin && !f.lp.is_open() {
+        if case2 && p.lcp && f.episode && a <= amin && !f.lp.is_open() {
             let init = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
             let rtt = rtt_of(f, info);
             let mut opened = false;
@@ -760,6 +774,7 @@ impl DualLoop {
             });
             if opened {
                 f.lp.stats.case2_loops += 1;
+                f.episode = false;
             }
         }
     }
@@ -838,6 +853,7 @@ impl DualLoop {
             round_end: 0,
             alphas: [0.0; 32],
             n_alpha: 0,
+            episode: false,
             open_timer: TimerSlot::default(),
         });
         {
@@ -928,7 +944,7 @@ impl DualLoop {
                 if pkt.aux > pkt.seq && pkt.aux > smax {
                     f.lp.note_delivered(pkt.seq.max(smax), pkt.aux);
                 }
-                hand_over(f, p.tcp.mss, pkt.ack);
+                hand_over(f);
                 let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
                 let mut cx = FlowCtx { now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
                 f.hcp.on_ack(&mut cx, pkt);
@@ -971,7 +987,7 @@ impl DualLoop {
                 let p = &self.p;
                 let slot = &mut self.slots[id];
                 let Half::Active(f) = &mut slot.snd else { return };
-                hand_over(f, p.tcp.mss, 0);
+                hand_over(f);
                 let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
                 let mut cx = FlowCtx { now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
                 f.hcp.on_rto_timer(&mut cx, gen);

@@ -10,12 +10,15 @@
 //!     opens one base RTT later (the 2nd RTT). Case 2: after start-up (once DCTCP's ssthresh is
 //!     finite, i.e. after the first window reduction), at the end of every HCP round (one
 //!     window of data, like DCTCP's alpha update), if alpha is the minimum of the last
-//!     `alpha_window` rounds and no loop is open, a loop opens with
+//!     `alpha_window` rounds, no loop is open and no case-2 loop has been opened yet in the
+//!     current *congestion episode* (see below), a loop opens with
 //!     I = (1/2 - alpha_min) x W_max (Eq. 2), W_max = the largest cwnd since start-up ended.
 //!   - **Exponential window decrease (§3.2)**: the initial window is paced over one RTT
 //!     (rate I/RTT); the receiver returns one low-priority ACK per two opportunistic packets;
-//!     each LP ACK without ECE releases one opportunistic packet, one with ECE releases none;
-//!     the loop ends after 2 RTTs without LP ACKs (or when the tail reaches the HCP).
+//!     each LP ACK without ECE releases one opportunistic packet, one with ECE releases none
+//!     and also cancels what is left of the paced initial window (§3.2 first remark; §6.1.2:
+//!     PPT falls back to DCTCP "by suspending opportunistic packet transmission with EWD and
+//!     ECN"); the loop ends after 2 RTTs without LP ACKs (or when the tail reaches the HCP).
 //!   - **Meeting in the middle (§5.2)**: LP ACKs carry the byte ranges they acknowledge and
 //!     HCP ACKs the receiver's SACK block; the HCP skips bytes known delivered and its ACK
 //!     jumps over LCP data the receiver holds in order. Nothing the sender knows delivered is
@@ -58,7 +61,12 @@
 //!   `ppt::recommended_ecn_k(&net, 0.17, 0.1)`; the paper's §6.2 simulation writes them
 //!   explicitly: `ecn_k_per_queue = ["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"]`
 //!   with `buffer = "120KB"` (Table 3's testbed: 100 KB / 80 KB).
-//! - `ecn_per_port = false` (each class is compared with its own K, as Eq. 3 is per queue).
+//! - `ecn_port_classes = [4, 5, 6, 7]` (required): the LCP classes compare their K with the
+//!   whole port's buffer occupancy, as §3.2 marks low-priority packets on *buffer occupancy*
+//!   ("all data packets essentially share the switch buffer"), while the HCP classes 0-3 keep
+//!   per-queue marking (DCTCP's K on its own queue). Leave `ecn_per_port = false`. (In the
+//!   2-to-1 test of tests/ppt.rs, with the other fixes in place, per-queue LCP marking gives
+//!   about the same drops; the setting is kept because it is what §3.2 describes.)
 //!
 //! # Choices where the paper leaves room
 //! - "alpha takes the minimum value in the past RTTs": alpha sampled at the end of each HCP
@@ -66,6 +74,23 @@
 //!   `alpha_window` samples (8 rounds: "the past few RTTs" of §5.1). W_max counts cwnd values
 //!   after the first window reduction (footnote 3: "only the congestion windows after the
 //!   congestion-avoidance phase").
+//! - **One case-2 loop per congestion episode.** Taken literally, "alpha <= min over the last
+//!   rounds" holds in every unmarked round after a cut (alpha only decays), so a loop would
+//!   reopen every few RTTs, each pacing a full (1/2 - alpha_min) x W_max window whatever the
+//!   ECN state. §3.1 describes case 2 as the spare bandwidth a window cut leaves in the queue
+//!   buildup phase (one loop per sawtooth), so a congestion episode starts at the end of
+//!   start-up and at every round whose alpha sample is above the previous one (alpha rose:
+//!   the round saw marks), and at most one case-2 loop opens per episode (the first round
+//!   afterwards in which alpha is back at its minimum).
+//! - ECE on an LP ACK cancels the rest of the paced initial window (not only the ACK's own
+//!   release); the loop stays open (later non-ECE LP ACKs still release packets under EWD)
+//!   and ends by the 2-RTT idle rule.
+//! - Meeting in the middle: the LCP's known-delivered ranges are given to the HCP as
+//!   *skip* ranges ([`crate::transport::tcp::TcpSender::note_delivered`]), not as SACK
+//!   blocks: the HCP does not send them and does not count them in flight, but RFC 6675's
+//!   IsLost only counts real SACKs, so LCP data far ahead of snd_nxt no longer makes the
+//!   HCP's outstanding data look lost (before: 5.6% of bytes retransmitted by the HCP in the
+//!   2-to-1 test against ~0.4% real loss). All ranges are handed over as soon as known.
 //! - Case 1's delayed opening for large flows uses the base RTT of the path; the initial
 //!   window stays BDP - initial window as §3.1 says.
 //! - "w/o EWD" (§6.3: "sends opportunistic packets at line rate once the LCP loop is opened"):

@@ -630,6 +630,9 @@ pub struct TcpSender {
     partial_seen: bool,
     /// SACK scoreboard: sorted disjoint ranges above `una`.
     sb: Vec<(u64, u64)>,
+    /// Ranges delivered by other means ([`TcpSender::note_delivered`]): skipped when
+    /// sending, never loss evidence. Sorted, disjoint, above `una`.
+    known: Vec<(u64, u64)>,
     srtt: u64,
     rttvar: u64,
     has_rtt: bool,
@@ -672,6 +675,7 @@ impl TcpSender {
             rescue_rxt: None,
             partial_seen: false,
             sb: Vec::new(),
+            known: Vec::new(),
             srtt: 0,
             rttvar: 0,
             has_rtt: false,
@@ -799,6 +803,16 @@ impl TcpSender {
         range_insert(&mut self.sb, a, b);
     }
 
+    /// Record bytes the receiver is known to hold through other means (an embedding
+    /// transport's second loop). Unlike [`TcpSender::mark_delivered`] they are not SACKed:
+    /// the sender skips them when sending (and does not count them in flight), but they are
+    /// not evidence that the bytes below them are lost (RFC 6675 IsLost counts SACKs only).
+    pub fn note_delivered(&mut self, a: u64, b: u64) {
+        let a = a.max(self.una);
+        let b = b.min(self.size);
+        range_insert(&mut self.known, a, b);
+    }
+
     /// Process an ACK (`kind == KIND_ACK`).
     pub fn on_ack(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         let p = cx.params;
@@ -825,7 +839,7 @@ impl TcpSender {
             if self.nxt < ack {
                 self.nxt = ack;
             }
-            if !self.sb.is_empty() {
+            if !self.sb.is_empty() || !self.known.is_empty() {
                 self.trim_scoreboard();
             }
             self.dupacks = 0;
@@ -1027,13 +1041,15 @@ impl TcpSender {
 
     fn trim_scoreboard(&mut self) {
         let una = self.una;
-        let k = self.sb.partition_point(|&(_, b)| b <= una);
-        if k > 0 {
-            self.sb.drain(..k);
-        }
-        if let Some(first) = self.sb.first_mut() {
-            if first.0 < una {
-                first.0 = una;
+        for v in [&mut self.sb, &mut self.known] {
+            let k = v.partition_point(|&(_, b)| b <= una);
+            if k > 0 {
+                v.drain(..k);
+            }
+            if let Some(first) = v.first_mut() {
+                if first.0 < una {
+                    first.0 = una;
+                }
             }
         }
     }
@@ -1041,25 +1057,35 @@ impl TcpSender {
     /// End of the segment starting at `s`: the MSS grid, the flow end, the next SACKed range.
     fn seg_end(&self, s: u64) -> u64 {
         let mut e = ((s / self.mss + 1) * self.mss).min(self.size);
-        if !self.sb.is_empty() {
-            if let Some(&(a, _)) = self.sb.iter().find(|&&(a, _)| a > s) {
+        for v in [&self.sb, &self.known] {
+            if let Some(&(a, _)) = v.iter().find(|&&(a, _)| a > s) {
                 e = e.min(a);
             }
         }
         e
     }
 
-    /// First byte at or after `s` that is not SACKed.
-    fn skip_sacked(&self, s: u64) -> u64 {
-        for &(a, b) in &self.sb {
-            if a > s {
-                break;
+    /// First byte at or after `s` that is neither SACKed nor known delivered.
+    fn skip_sacked(&self, mut s: u64) -> u64 {
+        loop {
+            let t = skip_in(&self.known, skip_in(&self.sb, s));
+            if t == s {
+                return s;
             }
-            if s < b {
-                return b;
+            s = t;
+        }
+    }
+
+    /// Known-delivered bytes in `[a, b)` that are not SACKed.
+    fn known_unsacked(&self, a: u64, b: u64) -> u64 {
+        let mut n = 0;
+        for &(x, y) in &self.known {
+            let (x, y) = (x.max(a), y.min(b));
+            if x < y {
+                n += (y - x) - overlap(&self.sb, x, y);
             }
         }
-        s
+        n
     }
 
     fn sacked_between(&self, a: u64, b: u64) -> u64 {
@@ -1102,17 +1128,22 @@ impl TcpSender {
             pipe += hole(pos, a.min(self.max));
             pos = pos.max(b);
         }
-        pipe + hole(pos, self.max)
+        pipe += hole(pos, self.max);
+        if !self.known.is_empty() {
+            // Known-delivered holes are not in flight.
+            pipe = pipe.saturating_sub(self.known_unsacked(l.max(self.una), self.max));
+        }
+        pipe
     }
 
     fn fill_normal(&mut self, cx: &mut FlowCtx) {
         loop {
             let mut s = self.nxt;
-            let outstanding = if self.sb.is_empty() {
+            let outstanding = if self.sb.is_empty() && self.known.is_empty() {
                 s - self.una
             } else {
                 s = self.skip_sacked(s);
-                (s - self.una) - self.sacked_between(self.una, s)
+                (s - self.una) - self.sacked_between(self.una, s) - self.known_unsacked(self.una, s)
             };
             if s >= self.size {
                 break;
@@ -1362,6 +1393,19 @@ impl TcpReceiver {
             self.send_ack(cx, b);
         }
     }
+}
+
+/// First byte at or after `s` outside the range of `v` that holds `s`, if any.
+fn skip_in(v: &[(u64, u64)], s: u64) -> u64 {
+    for &(a, b) in v {
+        if a > s {
+            break;
+        }
+        if s < b {
+            return b;
+        }
+    }
+    s
 }
 
 /// Bytes of `[a, b)` covered by the sorted ranges `v`.
