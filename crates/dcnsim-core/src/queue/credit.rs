@@ -33,9 +33,9 @@
 //! Other choices: credits do not count against the shared data buffer (they have their own
 //! queue); they are reported as class-0 occupancy. Per-packet work is O(1).
 
-use super::priority::ClassQueues;
+use super::priority::{ClassQueues, EcnMarker};
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
-use crate::packet::{Ecn, PacketArena, PacketFlags, PktIdx};
+use crate::packet::{PacketArena, PacketFlags, PktIdx};
 use crate::units::{Bytes, Rate, Time};
 use std::collections::VecDeque;
 
@@ -67,8 +67,7 @@ impl Default for CreditConfig {
 pub struct CreditLimit {
     q: ClassQueues,
     buffer: u64,
-    k: [u64; 8],
-    ecn_per_port: bool,
+    ecn: EcnMarker,
     /// Waiting credits with their release times.
     credits: VecDeque<(PktIdx, u32, Time)>,
     credit_bytes: u64,
@@ -86,17 +85,12 @@ impl CreditLimit {
         ecn_per_port: bool,
         link_rate: Rate,
     ) -> Self {
-        let mut k = [u64::MAX; 8];
-        for (i, slot) in k.iter_mut().enumerate() {
-            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
-        }
         let interval =
             if link_rate.0 == 0 { Time::ZERO } else { link_rate.tx_time(Bytes(cfg.credit_size.0 + cfg.mtu.0)) };
         CreditLimit {
             q: ClassQueues::new(classes),
             buffer: buffer.0,
-            k,
-            ecn_per_port,
+            ecn: EcnMarker::new(ecn_k, ecn_per_port),
             credits: VecDeque::with_capacity(cfg.credit_queue as usize + 1),
             credit_bytes: 0,
             interval,
@@ -134,12 +128,7 @@ impl QueueDisc for CreditLimit {
             return;
         }
         let c = self.q.class_of(p.prio);
-        if p.ecn == Ecn::Ect {
-            let occ = if self.ecn_per_port { self.q.total() } else { self.q.class_bytes(c) };
-            if occ > self.k[c] {
-                p.ecn = Ecn::Ce;
-            }
-        }
+        self.ecn.mark(&self.q, c, p);
         self.q.push_back(c, idx, size);
     }
     #[inline]

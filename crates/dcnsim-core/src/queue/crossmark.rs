@@ -42,7 +42,7 @@
 //!
 //! Per-packet work is O(1).
 
-use super::priority::ClassQueues;
+use super::priority::{ClassQueues, EcnMarker};
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
 use crate::packet::{Ecn, PacketArena, PacketFlags, PktIdx};
 use crate::units::{Bytes, Rate, Time};
@@ -76,8 +76,7 @@ impl Default for CrossMarkConfig {
 pub struct CrossMark {
     q: ClassQueues,
     buffer: u64,
-    ecn_k: [u64; 8],
-    ecn_per_port: bool,
+    ecn: EcnMarker,
     drop_threshold: u64,
     /// Current cross-queue threshold (bytes of opportunistic backlog).
     k: u64,
@@ -103,10 +102,6 @@ impl CrossMark {
         ecn_per_port: bool,
         link_rate: Option<Rate>,
     ) -> Self {
-        let mut k = [u64::MAX; 8];
-        for (i, slot) in k.iter_mut().enumerate() {
-            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
-        }
         let adaptive = match (cfg.adaptive, link_rate) {
             (true, Some(rate)) if rate.0 > 0 && cfg.period.0 > 0 => {
                 Some(Adaptive { rate, period: cfg.period, window_start: Time::ZERO, normal_bytes: 0 })
@@ -120,8 +115,7 @@ impl CrossMark {
         CrossMark {
             q: ClassQueues::new(classes),
             buffer: buffer.0,
-            ecn_k: k,
-            ecn_per_port,
+            ecn: EcnMarker::new(ecn_k, ecn_per_port),
             drop_threshold: cfg.drop_threshold.map(|b| b.0).unwrap_or(u64::MAX),
             k: k0,
             opp: 0,
@@ -153,12 +147,7 @@ impl QueueDisc for CrossMark {
             fx.drops.push((idx, DROP_OVERFLOW));
             return;
         }
-        if p.ecn == Ecn::Ect {
-            let occ = if self.ecn_per_port { self.q.total() } else { self.q.class_bytes(c) };
-            if occ > self.ecn_k[c] {
-                p.ecn = Ecn::Ce;
-            }
-        }
+        self.ecn.mark(&self.q, c, p);
         if opportunistic {
             self.opp += size;
         }

@@ -10,7 +10,7 @@
 //! ([`PriorityEcn::with_port_classes`]).
 
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
-use crate::packet::{Ecn, PacketArena, PktIdx};
+use crate::packet::{Ecn, Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Time};
 use std::collections::VecDeque;
 
@@ -80,25 +80,55 @@ impl ClassQueues {
     }
 }
 
+/// DCTCP marking on enqueue, shared by every policy that keeps ECN: per-class thresholds
+/// K, each compared with the class's own queue or (for the classes in `port_classes`) with
+/// the whole port's occupancy, before the arriving packet is added.
+#[derive(Debug, Clone, Copy)]
+pub struct EcnMarker {
+    k: [u64; 8],
+    /// Bit c set: class c compares K with the port's total occupancy.
+    port_classes: u8,
+}
+
+impl EcnMarker {
+    /// `ecn_k`: K per class (None: never mark that class); `per_port`: every class marks on
+    /// the port's occupancy.
+    pub fn new(ecn_k: &[Option<Bytes>], per_port: bool) -> Self {
+        let mut k = [u64::MAX; 8];
+        for (i, slot) in k.iter_mut().enumerate() {
+            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
+        }
+        EcnMarker { k, port_classes: if per_port { 0xFF } else { 0 } }
+    }
+    /// Additionally mark the classes in `classes` on the port's occupancy.
+    pub fn with_port_classes(mut self, classes: &[u8]) -> Self {
+        self.port_classes |= classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
+        self
+    }
+    /// Mark `p` (about to join class `c` of `q`) CE if it is ECN-capable and the occupancy
+    /// it finds exceeds K.
+    #[inline]
+    pub fn mark(&self, q: &ClassQueues, c: usize, p: &mut Packet) {
+        if p.ecn == Ecn::Ect {
+            let occ = if self.port_classes & (1 << c) != 0 { q.total() } else { q.class_bytes(c) };
+            if occ > self.k[c] {
+                p.ecn = Ecn::Ce;
+            }
+        }
+    }
+}
+
 /// The default switch port policy.
 #[derive(Debug)]
 pub struct PriorityEcn {
     q: ClassQueues,
     buffer: u64,
-    k: [u64; 8],
-    /// Bit c set: class c compares K with the whole port's occupancy.
-    port_classes: u8,
+    ecn: EcnMarker,
 }
 
 impl PriorityEcn {
     pub fn new(buffer: Bytes, classes: u8, ecn_k: Vec<Option<Bytes>>, per_port: bool) -> Self {
-        let classes = classes.clamp(1, 8);
-        let mut k = [u64::MAX; 8];
-        for (i, slot) in k.iter_mut().enumerate().take(classes as usize) {
-            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
-        }
-        let port_classes = if per_port { 0xFF } else { 0 };
-        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, k, port_classes }
+        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, ecn: EcnMarker::new(&ecn_k, per_port) }
     }
 }
 
@@ -107,7 +137,7 @@ impl PriorityEcn {
     /// against their own queue (PPT §3.2 marks opportunistic packets on buffer occupancy
     /// while the high-priority loop keeps DCTCP's per-queue marking).
     pub fn with_port_classes(mut self, classes: &[u8]) -> Self {
-        self.port_classes = classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
+        self.ecn = self.ecn.with_port_classes(classes);
         self
     }
 }
@@ -122,12 +152,7 @@ impl QueueDisc for PriorityEcn {
             return;
         }
         let c = self.q.class_of(p.prio);
-        if p.ecn == Ecn::Ect {
-            let occ = if self.port_classes & (1 << c) != 0 { self.q.total() } else { self.q.class_bytes(c) };
-            if occ > self.k[c] {
-                p.ecn = Ecn::Ce;
-            }
-        }
+        self.ecn.mark(&self.q, c, p);
         self.q.push_back(c, idx, size);
     }
     #[inline]

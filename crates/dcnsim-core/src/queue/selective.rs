@@ -39,9 +39,9 @@
 //!
 //! Per-packet work is O(1).
 
-use super::priority::ClassQueues;
+use super::priority::{ClassQueues, EcnMarker};
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
-use crate::packet::{Ecn, PacketArena, PacketFlags, PktIdx};
+use crate::packet::{PacketArena, PacketFlags, PktIdx};
 use crate::units::{Bytes, Time};
 
 /// Drop cause: an unscheduled packet arrived above the selective-dropping threshold.
@@ -70,8 +70,7 @@ pub struct SelectiveDrop {
     buffer: u64,
     threshold: u64,
     per_port: bool,
-    k: [u64; 8],
-    ecn_per_port: bool,
+    ecn: EcnMarker,
 }
 
 impl SelectiveDrop {
@@ -84,17 +83,12 @@ impl SelectiveDrop {
         ecn_k: &[Option<Bytes>],
         ecn_per_port: bool,
     ) -> Self {
-        let mut k = [u64::MAX; 8];
-        for (i, slot) in k.iter_mut().enumerate() {
-            *slot = ecn_k.get(i).copied().flatten().map(|b| b.0).unwrap_or(u64::MAX);
-        }
         SelectiveDrop {
             q: ClassQueues::new(classes),
             buffer: buffer.0,
             threshold: cfg.threshold.0,
             per_port: cfg.per_port,
-            k,
-            ecn_per_port,
+            ecn: EcnMarker::new(ecn_k, ecn_per_port),
         }
     }
 }
@@ -116,12 +110,7 @@ impl QueueDisc for SelectiveDrop {
             fx.drops.push((idx, DROP_OVERFLOW));
             return;
         }
-        if p.ecn == Ecn::Ect {
-            let occ = if self.ecn_per_port { self.q.total() } else { self.q.class_bytes(c) };
-            if occ > self.k[c] {
-                p.ecn = Ecn::Ce;
-            }
-        }
+        self.ecn.mark(&self.q, c, p);
         self.q.push_back(c, idx, size);
     }
     #[inline]
@@ -145,6 +134,7 @@ impl QueueDisc for SelectiveDrop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Ecn;
     use crate::packet::Packet;
 
     fn data(a: &mut PacketArena, prio: u8, unscheduled: bool) -> PktIdx {
