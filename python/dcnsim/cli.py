@@ -211,6 +211,30 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if rep.failed else 0
 
 
+def cmd_repro(args: argparse.Namespace) -> int:
+    from dcnsim.repro import run_repro
+
+    if args.workers is not None and args.workers < 1:
+        raise ScenarioError("--workers", "must be at least 1")
+    folder = Path(args.folder)
+    out = args.out or str(Path("repro-out") / (folder.name + ("-reduced" if args.reduced else "")))
+    res = run_repro(
+        folder,
+        out,
+        reduced=args.reduced,
+        workers=args.workers,
+        force=args.force,
+        log=_sweep_log(args),
+    )
+    if not args.quiet:
+        print((Path(out) / "table.md").read_text())
+        for f in res.files:
+            print(f)
+    for f in res.report.failed:
+        _eprint(f"error: run {f.name} failed:\n{f.error}")
+    return 1 if res.report.failed else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from dcnsim.demo import run_demo
 
@@ -256,6 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="redo runs that are already complete")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("repro", help="run a paper reproduction folder (repro/NAME)")
+    rp.add_argument("folder", metavar="FOLDER", help="reproduction folder holding repro.toml")
+    rp.add_argument("--out", metavar="DIR", help="output folder (default repro-out/NAME[-reduced])")
+    rp.add_argument("--reduced", action="store_true", help="the small variant the tests run")
+    rp.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
+    rp.add_argument("--force", action="store_true", help="redo runs that are already complete")
+    rp.add_argument("--quiet", action="store_true")
+    rp.set_defaults(func=cmd_repro)
 
     d = sub.add_parser("demo", help="DCTCP vs TCP on a 144-host leaf-spine, web search load 0.5")
     d.add_argument("--out", default="demo-out", metavar="DIR")

@@ -76,6 +76,22 @@ def _done(flows: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.asarray(flows["finished"], dtype=bool) & ~np.asarray(flows["background"], dtype=bool)
 
 
+def _first_rtt_frac(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> float:
+    """Fraction of the selected flows that finished within their first RTT: FCT < ideal FCT +
+    base RTT / 2. A flow that waits for a grant or credit before sending data needs at least
+    ideal FCT + one request/credit round trip (two one-way propagation delays), so it never
+    counts; one that goes out at once and is delayed less than half a base RTT does. NaN
+    without selected flows or without the ``base_rtt_us`` column."""
+    if "base_rtt_us" not in flows or not sel.any():
+        return math.nan
+    base = np.asarray(flows["base_rtt_us"], dtype=np.float64)[sel]
+    if np.isnan(base).any():
+        return math.nan
+    fct = np.asarray(flows["fct_us"], dtype=np.float64)[sel]
+    ideal = np.asarray(flows["ideal_fct_us"], dtype=np.float64)[sel]
+    return float(np.mean(fct < ideal + base / 2))
+
+
 def summarize(
     flows: Mapping[str, np.ndarray],
     counters: Mapping[str, Any],
@@ -106,10 +122,14 @@ def summarize(
     s["avg_fct_us"] = _mean(fct[done])
     s["p50_fct_us"] = percentile(fct[done], 50)
     s["p99_fct_us"] = percentile(fct[done], 99)
+    s["max_fct_us"] = percentile(fct[done], 100)
     s["small_flows"] = int(small.sum())
     s["small_avg_fct_us"] = _mean(fct[small])
+    s["small_p50_fct_us"] = percentile(fct[small], 50)
     s["small_p99_fct_us"] = percentile(fct[small], 99)
+    s["small_max_fct_us"] = percentile(fct[small], 100)
     s["small_p99_slowdown"] = percentile(sd[small], 99)
+    s["small_first_rtt_frac"] = _first_rtt_frac(flows, small)
     s["large_flows"] = int(large.sum())
     s["large_avg_fct_us"] = _mean(fct[large])
     s["slowdown_avg"] = _mean(sd[done])
@@ -122,7 +142,9 @@ def summarize(
     delivered = float(np.sum(size[done]))
     s["transfer_efficiency"] = delivered / sent_done if sent_done > 0 else math.nan
     s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
-    s["timeouts_total"] = int(np.sum(np.asarray(flows["timeouts"], dtype=np.uint64)))
+    timeouts = np.asarray(flows["timeouts"], dtype=np.uint64)
+    s["timeouts_total"] = int(np.sum(timeouts))
+    s["flows_with_timeout"] = int(np.sum(fg & (timeouts > 0)))
 
     drops = dict(counters.get("drops", {}))
     s["drops_total"] = int(sum(drops.values()))

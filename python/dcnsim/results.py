@@ -34,6 +34,7 @@ FLOW_COLUMNS = [
     "finish_us",
     "fct_us",
     "ideal_fct_us",
+    "base_rtt_us",
     "slowdown",
     "sent_bytes",
     "retx_bytes",
@@ -93,6 +94,9 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
         "finish_us": _us(finish),
         "fct_us": fct,
         "ideal_fct_us": ideal,
+        "base_rtt_us": _us(c["base_rtt_ps"])
+        if "base_rtt_ps" in c
+        else np.full(len(ideal), math.nan),
         "slowdown": slowdown,
         "sent_bytes": np.asarray(c["sent_bytes"], dtype=np.uint64),
         "retx_bytes": np.asarray(c["retx_bytes"], dtype=np.uint64),

@@ -7,8 +7,19 @@ A sweep file (TOML)::
     "transport.protocol" = ["dctcp", "tcp"]
     "workload[0].load" = [0.3, 0.5]
     seed = [1, 2]
+    [set]                                  # optional: overrides applied to every run
+    "topology.leaves" = 3
+    [variants.ppt]                         # optional: named sets of overrides, one more
+    "transport.protocol" = "ppt"           # grid dimension ("variant") crossed with [grid]
+    "network.ecn_port_classes" = [4, 5, 6, 7]
+    [variants.dctcp]
+    "transport.protocol" = "dctcp"
     [sweep]
     workers = 4                            # optional; default min(cores, runs)
+
+Variants exist because some comparisons change several fields together (a protocol and the
+switch settings it needs), which a cartesian grid cannot express. A run's values then start
+with ``variant`` (the variant's name), followed by its grid values.
 
 Each run gets its own folder under the output folder, named from its grid values
 (e.g. ``protocol-dctcp_load-0.3_seed-1``), written atomically. A run whose folder already
@@ -103,6 +114,8 @@ class SweepSpec:
     grid: dict[str, list[Any]]
     workers: int | None = None
     origin: str = ""
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,8 +162,15 @@ class SweepReport:
         return [o for o in self.outcomes if o.status == "failed"]
 
 
-def load_sweep(path: str | os.PathLike[str]) -> SweepSpec:
-    """Read and check a sweep file (raises :class:`ScenarioError` when malformed)."""
+SWEEP_KEYS = ("base", "grid", "set", "variants", "sweep")
+
+
+def load_sweep(path: str | os.PathLike[str], extra_keys: Sequence[str] = ()) -> SweepSpec:
+    """Read and check a sweep file (raises :class:`ScenarioError` when malformed).
+
+    ``extra_keys`` are further top-level keys the caller reads itself (the reproduction
+    files of :mod:`dcnsim.repro` add ``title``, ``reduced`` and ``report``).
+    """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -159,10 +179,12 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepSpec:
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(str(p), f"cannot read file: {e}") from None
     data = parse_text(text, "toml", str(p))
-    unknown = sorted(set(data) - {"base", "grid", "sweep"})
+    allowed = set(SWEEP_KEYS) | set(extra_keys)
+    unknown = sorted(set(data) - allowed)
     if unknown:
         raise ScenarioError(
-            unknown[0], "unknown field in sweep file (expected base, [grid], [sweep])"
+            unknown[0],
+            f"unknown field in sweep file (expected one of: {', '.join(sorted(allowed))})",
         )
     base_ref = data.get("base")
     if not isinstance(base_ref, str) or not base_ref:
@@ -183,16 +205,53 @@ def load_sweep(path: str | os.PathLike[str]) -> SweepSpec:
     workers = opts.get("workers")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ScenarioError("sweep.workers", "must be a positive integer")
+    variants = _check_variants(data.get("variants"))
+    overrides = _check_overrides(data.get("set", {}), "set")
+    for k, v in overrides.items():
+        try:
+            set_field(base, k, v)
+        except ScenarioError as e:
+            raise ScenarioError(f"set.{k}", e.message) from None
     return SweepSpec(
         base=base,
         base_dir=base_path.parent,
-        grid=_check_grid(data.get("grid")),
+        grid=_check_grid(data.get("grid"), allow_empty=bool(variants)),
         workers=workers,
         origin=str(p),
+        variants=variants,
+        overrides=overrides,
     )
 
 
-def _check_grid(grid: Any) -> dict[str, list[Any]]:
+def _check_overrides(table: Any, where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise ScenarioError(where, 'must be a table of field = value, e.g. "topology.leaves" = 3')
+    for key in table:
+        try:
+            parse_path(key)
+        except ScenarioError as e:
+            raise ScenarioError(f"{where}.{key}", e.message) from None
+    return dict(table)
+
+
+def _check_variants(variants: Any) -> dict[str, dict[str, Any]]:
+    if variants is None:
+        return {}
+    if not isinstance(variants, dict) or not variants:
+        raise ScenarioError("variants", "must be tables [variants.NAME] of field = value")
+    out = {}
+    for name, table in variants.items():
+        if not name or _UNSAFE.search(name.replace("_", "")):
+            raise ScenarioError(
+                f"variants.{name}", "use letters, digits, '_', '.', '+' or '-' in names"
+            )
+        out[name] = _check_overrides(table, f"variants.{name}")
+    return out
+
+
+def _check_grid(grid: Any, allow_empty: bool = False) -> dict[str, list[Any]]:
+    if allow_empty and (grid is None or grid == {}):
+        return {}
     if not isinstance(grid, dict) or not grid:
         raise ScenarioError(
             "grid", 'missing or empty; e.g. [grid] "transport.protocol" = ["dctcp", "tcp"]'
@@ -241,16 +300,30 @@ def run_name(values: Mapping[str, Any], labels: Mapping[str, str]) -> str:
 
 
 def expand(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[RunTask]:
-    """The runs of a sweep (cartesian product of the grid, in grid order)."""
+    """The runs of a sweep: each variant (if any) crossed with the cartesian product of the
+    grid, in file order."""
     keys = list(spec.grid)
     labels = _short_keys(keys)
+    labels["variant"] = "variant"
     out = Path(out_dir).absolute()
     tasks: list[RunTask] = []
     seen: dict[str, int] = {}
-    for combo in itertools.product(*(spec.grid[k] for k in keys)):
+    variant_names: list[str | None] = list(spec.variants) or [None]
+    for vname, combo in itertools.product(
+        variant_names, itertools.product(*(spec.grid[k] for k in keys))
+    ):
         values = dict(zip(keys, combo))
         sc = copy.deepcopy(spec.base)
+        if vname is not None:
+            for k, v in spec.variants[vname].items():
+                try:
+                    set_field(sc, k, v)
+                except ScenarioError as e:
+                    raise ScenarioError(f"variants.{vname}.{k}", e.message) from None
+            values = {"variant": vname, **values}
         for k, v in values.items():
+            if k == "variant":
+                continue
             try:
                 set_field(sc, k, v)
             except ScenarioError as e:
@@ -373,6 +446,8 @@ def _write_sweep_json(spec: SweepSpec, tasks: list[RunTask], out: Path) -> None:
         "sweep_file": spec.origin,
         "base_dir": str(spec.base_dir),
         "grid": spec.grid,
+        "set": spec.overrides,
+        "variants": spec.variants,
         "runs": [{"name": t.name, "values": t.values} for t in tasks],
     }
     atomic_write_bytes(out / SWEEP_FILE, (json.dumps(doc, indent=2) + "\n").encode())

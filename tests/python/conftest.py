@@ -76,6 +76,7 @@ def synthetic_core_output(
     timeouts: Sequence[int] | None = None,
     background: Sequence[bool] | None = None,
     drops: dict[str, int] | None = None,
+    base_rtt_us: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """A dict shaped like ``dcnsim._core.run``'s result (arrays instead of bytes)."""
     n = len(size)
@@ -98,6 +99,11 @@ def synthetic_core_output(
             "timeouts": np.asarray(timeouts if timeouts is not None else [0] * n, dtype=np.uint32),
             "background": np.asarray(background if background else [False] * n, dtype=bool),
             "deadline_ps": np.full(n, none, dtype=np.uint64),
+            **(
+                {"base_rtt_ps": np.array([round(x * 1e6) for x in base_rtt_us], dtype=np.uint64)}
+                if base_rtt_us is not None
+                else {}
+            ),
         },
         "ports": {
             "id": np.array([0, 1], dtype=np.uint32),

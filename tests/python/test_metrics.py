@@ -52,6 +52,7 @@ def synthetic() -> Results:
             timeouts=[0, 1, 0, 2, 0, 0, 1, 0],
             background=[False] * 7 + [True],
             drops={"buffer_overflow": 5, "selective_drop": 2},
+            base_rtt_us=[12, 30, 40, 10, 10, 62, 10, 10],
         )
     )
 
@@ -67,6 +68,7 @@ def test_flow_table_conversion() -> None:
     assert f["start_us"][2] == pytest.approx(2.0)
     assert f["finish_us"][2] == pytest.approx(32.0)
     assert np.isnan(f["deadline_us"]).all()
+    assert f["base_rtt_us"][1] == pytest.approx(30.0)
     # port utilization over the run: 1.25 MB at 10 Gbps over 1 ms = 1.0
     assert r.ports["utilization"][0] == pytest.approx(1.0)
 
@@ -82,7 +84,12 @@ def test_summary_hand_computed() -> None:
     assert s["small_flows"] == 4
     assert s["small_avg_fct_us"] == pytest.approx(25.0)
     assert s["small_p99_fct_us"] == pytest.approx(40.0)
+    assert s["small_p50_fct_us"] == pytest.approx(20.0)  # nearest rank: 2nd of 4
+    assert s["small_max_fct_us"] == pytest.approx(40.0)
+    assert s["max_fct_us"] == pytest.approx(1000.0)
     assert s["small_p99_slowdown"] == pytest.approx(4.0)  # slowdowns 2, 2, 3, 4
+    # first RTT: FCT < ideal + base RTT / 2: 10 < 11, 20 < 25, not 30 < 30, 40 < 41
+    assert s["small_first_rtt_frac"] == pytest.approx(0.75)
     assert s["large_flows"] == 2
     assert s["large_avg_fct_us"] == pytest.approx(550.0)
     # slowdowns of finished non-background flows: 2, 2, 3, 2, 4, 4
@@ -95,6 +102,7 @@ def test_summary_hand_computed() -> None:
     assert s["transfer_efficiency"] == pytest.approx(5_353_000 / 5_413_000)
     assert s["retx_bytes_total"] == 60_500
     assert s["timeouts_total"] == 4
+    assert s["flows_with_timeout"] == 3  # flows 1, 3 and the unfinished 6
     assert s["drops_total"] == 7
     assert s["drops_buffer_overflow"] == 5
     assert s["drops_selective_drop"] == 2
@@ -118,3 +126,4 @@ def test_summary_without_finished_flows() -> None:
     s = r.summary()
     assert s["flows_finished"] == 0 and s["flows_unfinished"] == 1
     assert math.isnan(s["avg_fct_us"]) and math.isnan(s["transfer_efficiency"])
+    assert math.isnan(s["small_first_rtt_frac"])  # no finished small flow (and no base RTT)

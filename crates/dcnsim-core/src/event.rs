@@ -2,9 +2,10 @@
 //!
 //! The sequence number is the order of insertion, so two events at the same picosecond
 //! run in the order they were scheduled: ties are deterministic and independent of the
-//! heap's internals. Time and sequence are packed into one `u128` key so a comparison is
-//! a single integer compare. Timers are never removed from the queue: cancellation is
-//! lazy (see [`crate::transport::TimerSlot`]).
+//! heap's internals. Link arrivals and transmission ends, the bulk of the events, are kept
+//! in a timing wheel spanning the largest serialization plus propagation delay, everything
+//! else in a binary heap. Timers are never removed from the queue: cancellation is lazy
+//! (see [`crate::transport::TimerSlot`]).
 
 use crate::packet::NodeId;
 use crate::units::Time;
@@ -28,6 +29,8 @@ pub enum Event {
     Sample,
 }
 
+/// An event outside the wheel (timers, flow arrivals, samples, and link events too far
+/// ahead), keyed by its full (time, sequence).
 #[derive(Copy, Clone, Debug)]
 struct Entry {
     key: u128,
@@ -53,66 +56,72 @@ impl Ord for Entry {
     }
 }
 
-/// Min-heap of `u128` keys (16-byte entries) on top of the standard binary heap.
-#[derive(Default)]
-struct KeyHeap {
-    v: BinaryHeap<std::cmp::Reverse<u128>>,
+/// A link arrival or transmission end in the wheel: a node of its bucket's list. `port`
+/// has its top bit set for `TxDone`.
+#[derive(Copy, Clone, Debug)]
+struct Node {
+    t: u64,
+    seq: u64,
+    port: u32,
+    /// Next node of the bucket (circular: the tail's is the head), or of the free list.
+    next: u32,
 }
 
-impl KeyHeap {
-    #[inline]
-    fn push(&mut self, k: u128) {
-        self.v.push(std::cmp::Reverse(k));
-    }
-    #[inline]
-    fn peek(&self) -> Option<u128> {
-        self.v.peek().map(|r| r.0)
-    }
-    #[inline]
-    fn pop(&mut self) -> Option<u128> {
-        self.v.pop().map(|r| r.0)
-    }
-    fn len(&self) -> usize {
-        self.v.len()
-    }
-}
-
-// Layout of a network-event key: time (64 bits) | sequence (40 bits) | kind (2) | port (22).
-const SEQ_SHIFT: u32 = 24;
-const KIND_SHIFT: u32 = 22;
-const PORT_MASK: u128 = (1 << KIND_SHIFT) - 1;
+const NIL: u32 = u32::MAX;
+const TX_BIT: u32 = 1 << 31;
 /// Largest port id a network event can carry.
-pub const MAX_PORTS: usize = 1 << KIND_SHIFT;
-const K_LINK: u128 = 0;
-const K_TX: u128 = 1;
-const K_FLOW: u128 = 2;
-const K_SAMPLE: u128 = 3;
+pub const MAX_PORTS: usize = TX_BIT as usize;
+
+#[inline]
+fn net_event(port: u32) -> Event {
+    if port & TX_BIT != 0 {
+        Event::TxDone { port: port & !TX_BIT }
+    } else {
+        Event::LinkArrive { port }
+    }
+}
+
+/// Number of wheel buckets: 64 x 64, so a two-level bitmap finds the next one.
+const BUCKETS: usize = 4096;
+const WORDS: usize = BUCKETS / 64;
 
 /// Min-priority queue of events keyed by (time, insertion sequence).
 ///
-/// Network events (link arrivals, transmissions, flow arrivals, samples) are encoded
-/// entirely in one `u128` key, time in the high 64 bits, the insertion sequence below
-/// it, then the event kind and port, and kept in a binary heap of 16-byte entries.
-/// Transport timers live in a separate binary heap: most armed retransmission timers
-/// never fire before being re-armed, so keeping them apart keeps the busy heap small
-/// (about one entry per busy link). Both heaps share the sequence counter and `pop`
-/// compares their tops, so the order is exactly (time, sequence) over all events.
-#[derive(Default)]
+/// Link arrivals and transmission ends, the bulk of the events, lie at most one
+/// serialization plus one propagation delay (the *horizon*) ahead of the clock. They go to
+/// a timing wheel of [`BUCKETS`] buckets of 2^`shift` ps that spans at least the horizon:
+/// an event at time t sits in bucket (t >> shift) mod BUCKETS while it lies less than the
+/// wheel's span ahead of the clock's bucket, so every bucket holds one time slice only.
+/// A bucket is a circular list of nodes sorted by (time, sequence), entered at its tail;
+/// since every new event has the largest sequence so far, it goes after every node at or
+/// before its time, which is usually the tail. A two-level
+/// bitmap of non-empty buckets finds the next event. Everything else (transport timers,
+/// flow arrivals, samples, and link events beyond the span) lives in a binary heap keyed
+/// by the full (time, sequence); most armed retransmission timers never fire before being
+/// re-armed, so keeping them apart also keeps them out of the busy path. Both share the
+/// sequence counter and `pop` compares their heads, so the order is exactly (time,
+/// sequence) over all events, whatever the horizon.
 pub struct EventQueue {
-    net: KeyHeap,
-    timers: BinaryHeap<Entry>,
+    /// Last node of each bucket's circular list (NIL: empty).
+    tails: Box<[u32; BUCKETS]>,
+    /// Node storage; free nodes form a list through `next` from `free`.
+    nodes: Vec<Node>,
+    free: u32,
+    /// Bit b of word w: bucket 64 w + b is non-empty; bit w of `summary`: word w is not 0.
+    bits: [u64; WORDS],
+    summary: u64,
+    shift: u32,
+    /// Bucket (absolute, not reduced mod BUCKETS) of the clock.
+    cur: u64,
+    wheel_len: usize,
+    other: BinaryHeap<Entry>,
     seq: u64,
     now: Time,
 }
 
-#[inline]
-fn decode(k: u128) -> Event {
-    let port = (k & PORT_MASK) as u32;
-    match (k >> KIND_SHIFT) & 3 {
-        K_LINK => Event::LinkArrive { port },
-        K_TX => Event::TxDone { port },
-        K_FLOW => Event::FlowArrival,
-        _ => Event::Sample,
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::with_horizon(Time::us(2))
     }
 }
 
@@ -120,68 +129,163 @@ impl EventQueue {
     pub fn new() -> Self {
         Self::default()
     }
+    /// A queue whose wheel spans at least `horizon` (the largest serialization plus
+    /// propagation delay of any link). Only speed depends on it, never the order.
+    pub fn with_horizon(horizon: Time) -> Self {
+        let width = horizon.0.div_ceil(BUCKETS as u64).max(1).next_power_of_two();
+        EventQueue {
+            tails: Box::new([NIL; BUCKETS]),
+            nodes: vec![],
+            free: NIL,
+            bits: [0; WORDS],
+            summary: 0,
+            shift: width.trailing_zeros(),
+            cur: 0,
+            wheel_len: 0,
+            other: BinaryHeap::new(),
+            seq: 0,
+            now: Time::ZERO,
+        }
+    }
     /// Schedule `ev` at `at`. Scheduling in the past is a logic error (checked in debug).
     #[inline]
     pub fn push(&mut self, at: Time, ev: Event) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let seq = self.seq;
         self.seq += 1;
-        let base = ((at.0 as u128) << 64) | ((seq as u128 & ((1 << 40) - 1)) << SEQ_SHIFT);
+        if let Event::LinkArrive { port } | Event::TxDone { port } = ev {
+            debug_assert!(port < TX_BIT, "port id out of range");
+        }
         match ev {
-            Event::Timer { .. } => self.timers.push(Entry { key: ((at.0 as u128) << 64) | seq as u128, ev }),
-            Event::LinkArrive { port } => self.net.push(base | (K_LINK << KIND_SHIFT) | port as u128),
-            Event::TxDone { port } => self.net.push(base | (K_TX << KIND_SHIFT) | port as u128),
-            Event::FlowArrival => self.net.push(base | (K_FLOW << KIND_SHIFT)),
-            Event::Sample => self.net.push(base | (K_SAMPLE << KIND_SHIFT)),
+            Event::LinkArrive { port } => self.push_wheel(at.0, seq, port),
+            Event::TxDone { port } => self.push_wheel(at.0, seq, port | TX_BIT),
+            _ => self.other.push(Entry { key: ((at.0 as u128) << 64) | seq as u128, ev }),
         }
     }
     #[inline]
-    fn timer_first(&self) -> Option<bool> {
-        match (self.net.peek(), self.timers.peek()) {
+    fn push_wheel(&mut self, t: u64, seq: u64, port: u32) {
+        let b = t >> self.shift;
+        if b.wrapping_sub(self.cur) >= BUCKETS as u64 {
+            // Beyond the wheel's span (or, in error, in the past): exact in the heap.
+            self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev: net_event(port) });
+            return;
+        }
+        let s = b as usize & (BUCKETS - 1);
+        let n = if self.free != NIL {
+            let n = self.free;
+            self.free = self.nodes[n as usize].next;
+            self.nodes[n as usize] = Node { t, seq, port, next: NIL };
+            n
+        } else {
+            self.nodes.push(Node { t, seq, port, next: NIL });
+            (self.nodes.len() - 1) as u32
+        };
+        self.wheel_len += 1;
+        // The bucket is a circular list entered at its tail. The new node goes after every
+        // node at or before `t` (they have smaller sequence numbers): usually at the tail.
+        let tail = self.tails[s];
+        if tail == NIL {
+            self.nodes[n as usize].next = n;
+            self.tails[s] = n;
+            self.bits[s / 64] |= 1 << (s % 64);
+            self.summary |= 1 << (s / 64);
+            return;
+        }
+        let head = self.nodes[tail as usize].next;
+        if self.nodes[tail as usize].t <= t {
+            self.nodes[n as usize].next = head;
+            self.nodes[tail as usize].next = n;
+            self.tails[s] = n;
+            return;
+        }
+        // Some node is later than `t` (the tail at least): insert before the first one.
+        let mut prev = tail;
+        let mut cur = head;
+        while self.nodes[cur as usize].t <= t {
+            prev = cur;
+            cur = self.nodes[cur as usize].next;
+        }
+        self.nodes[n as usize].next = cur;
+        self.nodes[prev as usize].next = n;
+    }
+    /// Slot of the first non-empty bucket at or after the clock's, in time order.
+    #[inline]
+    fn first_slot(&self) -> Option<usize> {
+        if self.summary == 0 {
+            return None;
+        }
+        let start = self.cur as usize & (BUCKETS - 1);
+        let w = start / 64;
+        let word = self.bits[w] & (!0u64 << (start % 64));
+        if word != 0 {
+            return Some(w * 64 + word.trailing_zeros() as usize);
+        }
+        // The next non-empty word after `w`, else (wrapping round) the first one: it holds
+        // the latest times, possibly in word `w` itself, before `start`.
+        let later = self.summary & (!1u64 << w);
+        let w = if later != 0 { later.trailing_zeros() } else { self.summary.trailing_zeros() } as usize;
+        Some(w * 64 + self.bits[w % WORDS].trailing_zeros() as usize)
+    }
+    /// The earliest wheel event: (slot, node index, node).
+    #[inline]
+    fn wheel_head(&self) -> Option<(usize, u32, Node)> {
+        let s = self.first_slot()?;
+        let n = self.nodes[self.tails[s % BUCKETS] as usize].next;
+        Some((s, n, self.nodes[n as usize]))
+    }
+    /// Whether the heap's head comes before the wheel's (None: both empty).
+    #[inline]
+    fn other_first(&self, wheel: Option<&Node>) -> Option<bool> {
+        match (wheel, self.other.peek()) {
             (None, None) => None,
             (Some(_), None) => Some(false),
             (None, Some(_)) => Some(true),
-            // Compare (time, sequence): the net key's sequence sits 24 bits lower.
-            (Some(n), Some(t)) => {
-                let (nt, ns) = ((n >> 64) as u64, ((n >> SEQ_SHIFT) as u64) & ((1 << 40) - 1));
-                let (tt, ts) = ((t.key >> 64) as u64, (t.key as u64) & ((1 << 40) - 1));
-                Some((tt, ts) < (nt, ns))
-            }
+            (Some(w), Some(o)) => Some((((o.key >> 64) as u64), o.key as u64) < (w.t, w.seq)),
         }
     }
     /// Remove and return the earliest event, advancing `now` to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        let (t, ev) = if self.timer_first()? {
-            let e = self.timers.pop().expect("peeked");
+        let head = self.wheel_head();
+        let (t, ev) = if self.other_first(head.as_ref().map(|h| &h.2))? {
+            let e = self.other.pop().expect("peeked");
             (Time((e.key >> 64) as u64), e.ev)
         } else {
-            let k = self.net.pop().expect("peeked");
-            (Time((k >> 64) as u64), decode(k))
+            let (s, n, e) = head.expect("peeked");
+            let s = s % BUCKETS;
+            let tail = self.tails[s];
+            if tail == n {
+                self.tails[s] = NIL;
+                self.bits[s / 64] &= !(1 << (s % 64));
+                if self.bits[s / 64] == 0 {
+                    self.summary &= !(1 << (s / 64));
+                }
+            } else {
+                self.nodes[tail as usize].next = e.next;
+            }
+            self.nodes[n as usize].next = self.free;
+            self.free = n;
+            self.wheel_len -= 1;
+            (Time(e.t), net_event(e.port))
         };
         self.now = t;
+        self.cur = t.0 >> self.shift;
         Some((t, ev))
     }
-    /// The earliest pending non-timer event, if it is earlier than every timer (for
-    /// prefetching the packet it will touch).
-    #[inline]
-    pub fn peek_net(&self) -> Option<Event> {
-        if self.timer_first()? {
-            None
-        } else {
-            self.net.peek().map(decode)
-        }
-    }
     /// Time of the earliest pending event.
-    pub fn peek_time(&mut self) -> Option<Time> {
-        let k = if self.timer_first()? { self.timers.peek()?.key } else { self.net.peek()? };
-        Some(Time((k >> 64) as u64))
+    pub fn peek_time(&self) -> Option<Time> {
+        let head = self.wheel_head();
+        if self.other_first(head.as_ref().map(|h| &h.2))? {
+            Some(Time((self.other.peek()?.key >> 64) as u64))
+        } else {
+            head.map(|h| Time(h.2.t))
+        }
     }
     pub fn now(&self) -> Time {
         self.now
     }
     pub fn len(&self) -> usize {
-        self.net.len() + self.timers.len()
+        self.wheel_len + self.other.len()
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -213,7 +317,7 @@ mod tests {
 
     fn id(ev: Event) -> u64 {
         match ev {
-            Event::TxDone { port } => port as u64,
+            Event::TxDone { port } | Event::LinkArrive { port } => port as u64,
             Event::Timer { host, .. } => host as u64,
             _ => unreachable!(),
         }
@@ -223,8 +327,24 @@ mod tests {
     /// with timers and network events interleaved, near and far in time.
     #[test]
     fn matches_reference_order() {
+        check_reference_order(EventQueue::new(), 1 << 40);
+    }
+
+    /// The same for wheels of any span: 1024 ps (network events spill to the heap all the
+    /// time), 2^20 ps, and 2^40 ps (buckets of 2^30 ps holding many events, inserted out of
+    /// time order).
+    #[test]
+    fn matches_reference_order_for_any_horizon() {
+        for h in [1u64, 1 << 10, 1 << 20, 1 << 40, 1 << 50] {
+            let spilled = check_reference_order(EventQueue::with_horizon(Time(h)), 1 << 40);
+            assert!(spilled || h > 1 << 20, "horizon {h}: network events must have used the heap");
+        }
+    }
+
+    /// Returns whether network events went to the heap.
+    fn check_reference_order(mut q: EventQueue, far: u64) -> bool {
+        let mut spilled = false;
         let mut rng = crate::rng::Rng::new(9);
-        let mut q = EventQueue::new();
         let mut reference: Vec<(u64, u64)> = vec![]; // (time, seq)
         let mut popped = vec![];
         let mut seq = 0u64;
@@ -236,22 +356,29 @@ mod tests {
                     0 => rng.below(5),
                     1 => rng.below(100_000),
                     2 => rng.below(1 << 30),
-                    _ => rng.below(1 << 40),
+                    _ => rng.below(far),
                 };
                 // Mix timer and network events: both heaps must interleave exactly.
-                let ev = if rng.below(3) == 0 {
-                    Event::Timer { host: seq as u32, token: 0 }
-                } else {
-                    Event::TxDone { port: seq as u32 }
+                let ev = match rng.below(3) {
+                    0 => Event::Timer { host: seq as u32, token: 0 },
+                    1 => Event::TxDone { port: seq as u32 },
+                    _ => Event::LinkArrive { port: seq as u32 },
                 };
                 q.push(Time(now + dt), ev);
                 reference.push((now + dt, seq));
                 seq += 1;
             }
-            if round % 3 != 0 {
+            if round % 64 == 0 {
+                spilled |= q.other.iter().any(|e| !matches!(e.ev, Event::Timer { .. }));
+            }
+            // Let the queue grow, but not without bound, so the clock moves far.
+            while round % 3 != 0 || q.len() > 1000 {
                 if let Some((t, ev)) = q.pop() {
                     now = t.0;
                     popped.push((t.0, id(ev)));
+                }
+                if q.len() <= 1000 {
+                    break;
                 }
             }
         }
@@ -269,5 +396,6 @@ mod tests {
         let mut p = popped.clone();
         p.sort();
         assert_eq!(r, p);
+        spilled
     }
 }

@@ -10,34 +10,56 @@
 //! egress ports on a shortest path; a flow is hashed onto one of them at each hop (ECMP,
 //! per-flow), or each packet is sent on a uniformly random one (spraying). Hosts never
 //! forward transit traffic.
+//!
+//! Symmetric routing. The per-hop hash of a flow towards `dst` says nothing about the path
+//! of the same flow's packets going the other way, so a packet flagged
+//! [`PacketFlags::REVERSE_PATH`] (ExpressPass credits, which must cross the links of their
+//! flow's data in reverse) is instead routed along the exact reverse of the ECMP path the
+//! flow's data takes from the packet's destination to its source: at node `n` the engine
+//! walks that forward path (at most a few hops) to the port entering `n` and sends the
+//! packet out of the same link's other direction ([`Network::reverse_port`]). This holds
+//! for any topology, unlike hashing the sorted address pair (which gives reverse paths only
+//! on regular, symmetrically wired trees). Under spraying there is no per-flow path and the
+//! flag is ignored.
 
-use crate::packet::{FlowId, NodeId};
+use crate::packet::{FlowId, NodeId, Packet, PacketFlags, PktIdx};
 use crate::queue::{self, PortRole, QueueConfig, QueueDisc};
 use crate::topology::Topology;
 use crate::units::{Bytes, Rate, Time};
 use std::collections::VecDeque;
 
 /// One direction of a link.
+///
+/// The fields a forwarded packet touches (the pipe and the transmission state) come first
+/// and fit one 64-byte cache line; the port starts on a line boundary.
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    pub peer: NodeId,
-    pub rate: Rate,
-    pub delay: Time,
-    pub disc: Box<dyn QueueDisc>,
     /// End of the current serialization.
     pub busy_until: Time,
-    /// A `TxDone` event for this port is in the event queue.
-    pub txdone_pending: bool,
+    pub delay: Time,
+    /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
+    /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
+    pub wake_at: Time,
     /// Bytes serialized so far.
     pub tx_bytes: u64,
+    /// Packets on the wire towards `peer`: (arrival time of the last bit, packet), in
+    /// FIFO order; the head has a `LinkArrive` event in the event queue.
+    pub pipe: Pipe,
+    pub peer: NodeId,
+    /// Picoseconds per byte when the rate divides 8 x 10^12 exactly (fast path), else 0.
+    ps_per_byte: u32,
+    /// The policy's [`QueueDisc::idle_passthrough`]: packets up to this size offered to
+    /// the idle port with an empty queue go straight to the link.
+    pub passthrough: u32,
+    /// A `TxDone` event for this port is in the event queue.
+    pub txdone_pending: bool,
+    // ---- second cache line ----
+    pub node: NodeId,
+    pub rate: Rate,
+    pub disc: Box<dyn QueueDisc>,
     pub drops: u64,
     /// `tx_bytes` at the previous sample (link utilization series).
     pub sampled_tx: u64,
-    /// Packets on the wire towards `peer`: (arrival time of the last bit, packet), in
-    /// FIFO order; the head has a `LinkArrive` event in the event queue.
-    pub pipe: VecDeque<(Time, crate::packet::PktIdx)>,
-    /// Picoseconds per byte when the rate divides 8 x 10^12 exactly (fast path).
-    ps_per_byte: Option<u64>,
 }
 
 impl Port {
@@ -45,9 +67,65 @@ impl Port {
     #[inline]
     pub fn tx_time(&self, bytes: u64) -> Time {
         match self.ps_per_byte {
-            Some(k) => Time(bytes * k),
-            None => self.rate.tx_time(Bytes(bytes)),
+            0 => self.rate.tx_time(Bytes(bytes)),
+            k => Time(bytes * k as u64),
         }
+    }
+}
+
+/// The packets on a link, in FIFO order: (arrival time of the last bit, packet). A ring
+/// buffer of power-of-two capacity, 24 bytes, so it shares its port's hot cache line.
+#[derive(Default)]
+pub struct Pipe {
+    buf: Box<[(Time, PktIdx)]>,
+    head: u32,
+    len: u32,
+}
+
+impl Pipe {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    #[inline]
+    pub fn front(&self) -> Option<&(Time, PktIdx)> {
+        if self.len == 0 {
+            None
+        } else {
+            self.buf.get(self.head as usize)
+        }
+    }
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<(Time, PktIdx)> {
+        if self.len == 0 {
+            return None;
+        }
+        let e = self.buf[self.head as usize];
+        self.head = (self.head + 1) & (self.buf.len() as u32 - 1);
+        self.len -= 1;
+        Some(e)
+    }
+    #[inline]
+    pub fn push_back(&mut self, e: (Time, PktIdx)) {
+        if self.len as usize == self.buf.len() {
+            self.grow();
+        }
+        let i = (self.head + self.len) as usize & (self.buf.len() - 1);
+        self.buf[i] = e;
+        self.len += 1;
+    }
+    #[cold]
+    fn grow(&mut self) {
+        let cap = (self.buf.len() * 2).max(8);
+        let mut v = Vec::with_capacity(cap);
+        v.extend((0..self.len as usize).map(|i| self.buf[(self.head as usize + i) & (self.buf.len() - 1)]));
+        v.resize(cap, (Time::ZERO, 0));
+        self.buf = v.into_boxed_slice();
+        self.head = 0;
     }
 }
 
@@ -116,21 +194,26 @@ impl Network {
             for (a, b) in [(l.a, l.b), (l.b, l.a)] {
                 let id = ports.len() as u32;
                 let role = if topo.is_host(a) { PortRole::HostNic } else { PortRole::Switch };
+                let disc = queue::build(qcfg, role, l.rate);
+                let ps_per_byte = match (8 * crate::units::PS_PER_S).is_multiple_of(l.rate.0) {
+                    true => u32::try_from(8 * crate::units::PS_PER_S / l.rate.0).unwrap_or(0),
+                    false => 0,
+                };
                 ports.push(Port {
                     node: a,
                     peer: b,
                     rate: l.rate,
                     delay: l.delay,
-                    disc: queue::build(qcfg, role, l.rate),
+                    passthrough: disc.idle_passthrough(),
+                    disc,
                     busy_until: Time::ZERO,
                     txdone_pending: false,
+                    wake_at: Time::MAX,
                     tx_bytes: 0,
                     drops: 0,
                     sampled_tx: 0,
-                    pipe: VecDeque::new(),
-                    ps_per_byte: (8 * crate::units::PS_PER_S)
-                        .is_multiple_of(l.rate.0)
-                        .then(|| 8 * crate::units::PS_PER_S / l.rate.0),
+                    pipe: Pipe::default(),
+                    ps_per_byte,
                 });
                 node_ports[a as usize].push(id);
                 adj[a as usize].push((b, id));
@@ -153,6 +236,46 @@ impl Network {
             }
         }
         path
+    }
+
+    /// The egress port of the same link in the other direction. Every link becomes two
+    /// consecutive ports (`a -> b` at an even id, `b -> a` right after it).
+    #[inline]
+    pub fn reverse_port(port: u32) -> u32 {
+        port ^ 1
+    }
+
+    /// Where node `node` sends a packet of `flow` that retraces, backwards, the ECMP path of
+    /// the flow's data from `data_src` to `data_dst`: the reverse of the forward port that
+    /// enters `node`. None if `node` is not on that path (then the caller routes normally).
+    #[inline]
+    pub fn reverse_hop(&self, node: NodeId, flow: FlowId, data_src: NodeId, data_dst: NodeId) -> Option<u32> {
+        let mut at = data_src;
+        for _ in 0..64 {
+            if at == data_dst {
+                return None;
+            }
+            let p = self.routes.ecmp(at, data_dst, flow);
+            let next = self.ports[p as usize].peer;
+            if next == node {
+                return Some(Self::reverse_port(p));
+            }
+            at = next;
+        }
+        None
+    }
+
+    /// The egress port at `node` for packet `p` under per-flow ECMP: the flow's hash towards
+    /// `p.dst`, or, for [`PacketFlags::REVERSE_PATH`] packets, the reverse of the path the
+    /// flow's data takes from `p.dst` to `p.src`.
+    #[inline]
+    pub fn route(&self, node: NodeId, p: &Packet) -> u32 {
+        if p.flags.has(PacketFlags::REVERSE_PATH) {
+            if let Some(port) = self.reverse_hop(node, p.flow, p.dst, p.src) {
+                return port;
+            }
+        }
+        self.routes.ecmp(node, p.dst, p.flow)
     }
 
     /// Base RTT of a path (CONVENTIONS.md): twice the one-way propagation delay plus the
@@ -262,6 +385,7 @@ mod tests {
             ecn_k: vec![None; 8],
             ecn_per_port: false,
             ecn_port_classes: vec![],
+            class_buffer: vec![],
             selective: Default::default(),
             trim: Default::default(),
             pfabric: Default::default(),
@@ -288,6 +412,124 @@ mod tests {
         }
         assert_eq!(counts.len(), 4);
         assert!(counts.values().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+    }
+
+    /// Next hops from `u` to host `d` by the definition: a BFS from `d` in which hosts other
+    /// than `d` do not forward, then every neighbor one hop closer (a host only if it is `d`).
+    fn reference_hops(topo: &Topology, net: &Network, u: NodeId, d: NodeId) -> Vec<u32> {
+        let n = topo.num_nodes();
+        let mut dist = vec![u32::MAX; n];
+        dist[d as usize] = 0;
+        let mut q = VecDeque::from([d]);
+        while let Some(x) = q.pop_front() {
+            if x != d && topo.is_host(x) {
+                continue;
+            }
+            for &p in &net.node_ports[x as usize] {
+                let v = net.ports[p as usize].peer;
+                if dist[v as usize] == u32::MAX {
+                    dist[v as usize] = dist[x as usize] + 1;
+                    q.push_back(v);
+                }
+            }
+        }
+        if dist[u as usize] == u32::MAX {
+            return vec![];
+        }
+        net.node_ports[u as usize]
+            .iter()
+            .copied()
+            .filter(|&p| {
+                let v = net.ports[p as usize].peer;
+                (v == d || !topo.is_host(v)) && dist[v as usize] != u32::MAX && dist[v as usize] + 1 == dist[u as usize]
+            })
+            .collect()
+    }
+
+    /// The per-ToR routing table gives every node exactly the equal-cost next hops of the
+    /// per-host definition, in the same order (so ECMP picks the same port).
+    #[test]
+    fn grouped_routes_equal_per_host_shortest_paths() {
+        // Two parallel links s-t; hosts on three different switches.
+        let explicit_links = [["a", "s"], ["s", "t"], ["s", "t"], ["s", "u"], ["u", "t"], ["b", "t"], ["c", "u"]]
+            .map(|[a, b]| json!({"a": a, "b": b, "rate": "10Gbps"}));
+        // (topology, whether some node has several equal-cost next hops)
+        let topos = [
+            (json!({"kind": "fat_tree", "k": 4}), true),
+            (json!({"kind": "leaf_spine", "leaves": 3, "hosts_per_leaf": 4, "spines": 2}), true),
+            (json!({"kind": "three_tier", "tors": 4, "hosts_per_tor": 3, "aggs": 2, "cores": 1}), false),
+            (
+                json!({"kind": "three_tier", "tors": 4, "hosts_per_tor": 2, "aggs": 2, "cores": 2, "tor_uplinks": "full"}),
+                true,
+            ),
+            (json!({"kind": "dumbbell", "left": 3, "right": 2}), false),
+            (json!({"kind": "single_switch", "hosts": 3}), false),
+            (
+                json!({"kind": "explicit",
+                "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}, {"name": "c", "kind": "host"},
+                          {"name": "s", "kind": "switch"}, {"name": "t", "kind": "switch"}, {"name": "u", "kind": "switch"}],
+                "links": explicit_links}),
+                true,
+            ),
+        ];
+        for (spec, multipath) in topos {
+            let t = topology::build(&spec).unwrap();
+            let net = Network::build(&t, &qcfg(), 7);
+            let mut multi = 0;
+            for d in 0..t.num_hosts {
+                for u in 0..t.num_nodes() as u32 {
+                    if u == d {
+                        continue;
+                    }
+                    let want = reference_hops(&t, &net, u, d);
+                    assert!(!want.is_empty(), "{spec}: {u} reaches {d}");
+                    assert_eq!(net.routes.next_hops(u, d), want.as_slice(), "{spec}: node {u} to host {d}");
+                    multi += (want.len() > 1) as u32;
+                }
+            }
+            assert_eq!(multi > 0, multipath, "{spec}: some node has a choice");
+        }
+    }
+
+    #[test]
+    fn reverse_path_packets_retrace_the_data_path_backwards() {
+        let t = topology::build(&json!({"kind": "fat_tree", "k": 4})).unwrap();
+        let net = Network::build(&t, &qcfg(), 7);
+        for (i, p) in net.ports.iter().enumerate() {
+            let r = &net.ports[Network::reverse_port(i as u32) as usize];
+            assert_eq!((r.node, r.peer), (p.peer, p.node), "port {i} and its reverse share a link");
+        }
+        let mut differs = 0;
+        for flow in 0..200u32 {
+            let (src, dst) = (flow % 16, (flow * 7 + 5) % 16);
+            if src == dst {
+                continue;
+            }
+            let fwd = net.flow_path(flow, src, dst);
+            // A packet of the flow going dst -> src with the flag, routed hop by hop.
+            let pkt = Packet {
+                src: dst,
+                dst: src,
+                flow,
+                flags: PacketFlags(PacketFlags::REVERSE_PATH),
+                ..Default::default()
+            };
+            let mut back = vec![];
+            let mut at = dst;
+            while at != src {
+                let port = net.route(at, &pkt);
+                back.push(port);
+                at = net.ports[port as usize].peer;
+                assert!(back.len() <= fwd.len(), "flow {flow}: the reverse path is not longer");
+            }
+            let want: Vec<u32> = fwd.iter().rev().map(|&p| Network::reverse_port(p)).collect();
+            assert_eq!(back, want, "flow {flow}");
+            // Plain per-flow ECMP in the other direction often picks another path.
+            if net.flow_path(flow, dst, src) != want {
+                differs += 1;
+            }
+        }
+        assert!(differs > 20, "without the flag the reverse direction is hashed independently ({differs})");
     }
 
     #[test]

@@ -44,6 +44,10 @@ impl PacketFlags {
     pub const OPPORTUNISTIC: u16 = 1 << 4;
     /// Credit / token packet subject to per-port credit rate limiting (ExpressPass).
     pub const CREDIT: u16 = 1 << 5;
+    /// Route along the reverse of the ECMP path the flow's data takes from `dst` to `src`
+    /// (ExpressPass credits: the credit path is the data path reversed). Ignored under
+    /// per-packet spraying, where a flow has no single path.
+    pub const REVERSE_PATH: u16 = 1 << 6;
 
     #[inline]
     pub fn has(self, f: u16) -> bool {

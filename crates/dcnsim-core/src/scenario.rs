@@ -162,6 +162,10 @@ pub struct NetworkSpec {
     /// per-queue marking (PPT marks its low-priority classes on buffer occupancy).
     #[serde(default)]
     pub ecn_port_classes: Vec<u8>,
+    /// Per-class admission limits (one size per class; empty: none): a packet is dropped
+    /// when its class would hold more than this (policy `priority_ecn` only).
+    #[serde(default)]
+    pub class_buffer: Vec<Bytes>,
     #[serde(default = "d_policy")]
     pub queue_policy: String,
     #[serde(default = "d_routing")]
@@ -314,6 +318,32 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         )
         .into());
     }
+    if !network.class_buffer.is_empty() {
+        if network.class_buffer.len() != network.priorities as usize {
+            return Err(FieldError::invalid(
+                "network.class_buffer",
+                format!("{} sizes for {} priorities", network.class_buffer.len(), network.priorities),
+                "give one size per priority class, or leave it out for no per-class limit",
+            )
+            .into());
+        }
+        if let Some(i) = network.class_buffer.iter().position(|b| b.0 < network.mtu.0) {
+            return Err(FieldError::invalid(
+                format!("network.class_buffer[{i}]"),
+                format!("{} B cannot hold one {} B packet", network.class_buffer[i].0, network.mtu.0),
+                "give each class at least one MTU",
+            )
+            .into());
+        }
+        if policy != QueuePolicyKind::PriorityEcn {
+            return Err(FieldError::invalid(
+                "network.class_buffer",
+                format!("is not supported by queue_policy '{}'", network.queue_policy),
+                "use queue_policy = \"priority_ecn\" or leave class_buffer out",
+            )
+            .into());
+        }
+    }
     if network.trim.trim_threshold == 0 {
         return Err(
             FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
@@ -335,6 +365,24 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             FieldError::invalid("network.credit.credit_queue", "must be at least 1 credit", "use e.g. 8").into()
         );
     }
+    if let Some(share) = network.credit.share {
+        if !(share > 0.0 && share < 1.0) {
+            return Err(FieldError::invalid(
+                "network.credit.share",
+                format!("must be a fraction in (0, 1), got {share}"),
+                "leave it out for ctrl_size / (ctrl_size + mtu), or give e.g. 0.05",
+            )
+            .into());
+        }
+    }
+    if network.credit.selective && policy != QueuePolicyKind::CreditLimit {
+        return Err(FieldError::invalid(
+            "network.credit.selective",
+            format!("only applies to queue_policy \"expresspass_credit\", not '{}'", network.queue_policy),
+            "use queue_policy = \"expresspass_credit\" (ExpressPass + Aeolus) or queue_policy = \"selective_drop\"",
+        )
+        .into());
+    }
     let mut trim = network.trim.clone();
     trim.header_size = network.ctrl_size;
     let mut credit = network.credit.clone();
@@ -347,6 +395,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         ecn_k: vec![None; network.priorities as usize],
         ecn_per_port: network.ecn_per_port,
         ecn_port_classes: network.ecn_port_classes.clone(),
+        class_buffer: network.class_buffer.clone(),
         selective: network.selective.clone(),
         trim: trim.clone(),
         pfabric: network.pfabric.clone(),
@@ -366,7 +415,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     }
     let host_rates = topology.host_rates();
     let max_host_rate = host_rates.iter().copied().max().unwrap_or_default();
-    let net_info = NetInfo {
+    let mut net_info = NetInfo {
         mtu: network.mtu,
         header: network.header,
         ctrl_size: network.ctrl_size,
@@ -374,6 +423,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         max_base_rtt: max_rtt,
         max_host_rate,
         priorities: network.priorities,
+        size_cdf: None,
     };
 
     let classes = network.priorities as usize;
@@ -397,7 +447,6 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     let queue = QueueConfig { ecn_k, ..probe_q };
 
     let (protocol, transport_cfg) = split_protocol(&raw.transport)?;
-    registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
 
     let wl_tables: Vec<serde_json::Value> = match &raw.workload {
         serde_json::Value::Array(a) => a.clone(),
@@ -421,6 +470,10 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         base_dir: base_dir.to_path_buf(),
     };
     let workload = workload::build(&wl_tables, &env).map_err(ScenarioError::Workload)?;
+    // The transport is built after the workload so that it may use the workload's size
+    // distribution (Homa's priority cutoffs).
+    net_info.size_cdf = workload.size_cdf();
+    registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
 
     let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
     if run.time_limit == Some(Time::ZERO) {

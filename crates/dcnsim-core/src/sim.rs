@@ -4,10 +4,17 @@
 //! workload's flows to the transport at their arrival times, moves packets hop by hop,
 //! and records the results. Per hop a packet costs one `LinkArrive` event, plus one
 //! `TxDone` event when it had to wait behind another packet (a port that finds its queue
-//! empty after a transmission schedules nothing). A link delivers in FIFO order, so only
+//! empty after a transmission schedules nothing). A packet offered to an idle port with an
+//! empty queue goes straight to the link when the port's policy allows it
+//! ([`crate::queue::QueueDisc::idle_passthrough`]). A link delivers in FIFO order, so only
 //! the packet at the head of each link is in the event queue (the rest wait in the
-//! port's pipe): the heap holds about one entry per busy link and per armed timer rather
+//! port's pipe): the queue holds about one entry per busy link and per armed timer rather
 //! than one per packet in flight, which keeps it small and cache-resident.
+//!
+//! A shaping queue policy (ExpressPass' credit limiter) may hold packets that are not yet
+//! eligible: when `dequeue` returns nothing from a non-empty queue, the port asks the
+//! policy for `next_ready` and schedules a wake-up (`TxDone`) then; the port's
+//! `txdone_pending` / `wake_at` tell an end of serialization from a wake-up.
 
 use crate::event::{Event, EventQueue};
 use crate::network::{Network, Routing};
@@ -107,9 +114,7 @@ impl<'a> Sim<'a> {
     /// A run of `sc`'s network and transport with a given flow list instead of the
     /// scenario's workload (benchmarks, tests). Flows must be sorted by start time.
     pub fn with_flows(sc: &'a Scenario, specs: Vec<crate::workload::FlowSpec>) -> Sim<'a> {
-        let transport = registry::build(&sc.protocol, &sc.transport_cfg, &sc.net_info)
-            .expect("transport config was validated when the scenario was parsed");
-        Sim::with_parts(sc, specs, transport)
+        Sim::with_parts(sc, specs, build_transport(sc))
     }
 
     /// A run with a given flow list and transport object (tests, embedding, wrappers that
@@ -160,9 +165,11 @@ impl<'a> Sim<'a> {
             Sampler { interval, ports, queue: QueueSamples::default(), link: LinkSamples::default() }
         });
         let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
+        // How far ahead link events lie: one MTU's serialization plus propagation.
+        let horizon = net.ports.iter().map(|p| p.tx_time(sc.network.mtu.0) + p.delay).max().unwrap_or_default();
         Sim {
             sc,
-            q: EventQueue::new(),
+            q: EventQueue::with_horizon(horizon),
             arena: PacketArena::new(),
             nic_idle: transport.wants_nic_idle(),
             transport,
@@ -217,11 +224,6 @@ impl<'a> Sim<'a> {
                 break;
             }
             // The next event's packet is far away in memory: start loading it now.
-            if let Some(Event::LinkArrive { port }) = self.q.peek_net() {
-                if let Some(&(_, idx)) = self.net.ports[port as usize].pipe.front() {
-                    self.arena.prefetch(idx);
-                }
-            }
             now = t;
             events += 1;
             match ev {
@@ -236,8 +238,18 @@ impl<'a> Sim<'a> {
                     self.arrive(t, node, pkt)
                 }
                 Event::TxDone { port } => {
-                    self.net.ports[port as usize].txdone_pending = false;
-                    self.start_tx(t, port);
+                    let pt = &mut self.net.ports[port as usize];
+                    if pt.txdone_pending && pt.busy_until == t {
+                        // The port finished serializing.
+                        pt.txdone_pending = false;
+                        self.start_tx(t, port);
+                    } else if pt.wake_at == t {
+                        // A wake-up the queue policy asked for (`QueueDisc::next_ready`).
+                        pt.wake_at = Time::MAX;
+                        if !pt.txdone_pending && pt.busy_until <= t {
+                            self.start_tx(t, port);
+                        }
+                    }
                 }
                 Event::Timer { host, token } => {
                     let mut out = std::mem::take(&mut self.actions);
@@ -322,7 +334,7 @@ impl<'a> Sim<'a> {
             self.actions = out;
         } else {
             let port = match &mut self.spray {
-                None => self.net.routes.ecmp(node, dst, p.flow),
+                None => self.net.route(node, p),
                 Some(rng) => {
                     let hops = self.net.routes.next_hops(node, dst);
                     hops[rng.below(hops.len() as u64) as usize]
@@ -343,6 +355,15 @@ impl<'a> Sim<'a> {
     #[inline]
     fn enqueue(&mut self, now: Time, port: u32, idx: PktIdx) {
         let pt = &mut self.net.ports[port as usize];
+        // Fast path: the port is idle and (no TxDone pending) its queue empty, and the
+        // policy would admit the packet unchanged and serve it at once.
+        if !pt.txdone_pending && pt.busy_until <= now {
+            let size = self.arena.get(idx).size;
+            if size <= pt.passthrough {
+                self.transmit(now, port, idx, size, false);
+                return;
+            }
+        }
         pt.disc.enqueue(now, idx, &mut self.arena, &mut self.fx);
         if !self.fx.drops.is_empty() || self.fx.trims > 0 {
             pt.drops += self.fx.drops.len() as u64;
@@ -371,24 +392,21 @@ impl<'a> Sim<'a> {
         let pt = &mut self.net.ports[port as usize];
         match pt.disc.dequeue(now, &mut self.arena) {
             Some((idx, size)) => {
-                let size = size as u64;
-                let end = now + pt.tx_time(size);
-                pt.busy_until = end;
-                pt.tx_bytes += size;
-                let arrive = end + pt.delay;
-                let more = !pt.disc.is_empty() || (self.nic_idle && pt.node < self.net.num_hosts);
-                if more {
-                    pt.txdone_pending = true;
-                }
-                if pt.pipe.is_empty() {
-                    self.q.push(arrive, Event::LinkArrive { port });
-                }
-                pt.pipe.push_back((arrive, idx));
-                if more {
-                    self.q.push(end, Event::TxDone { port });
-                }
+                let queued = !pt.disc.is_empty();
+                self.transmit(now, port, idx, size, queued)
             }
             None => {
+                if !pt.disc.is_empty() {
+                    // Packets wait but none may leave yet (a shaper): wake the port when
+                    // the policy says one becomes eligible, unless an earlier wake-up is set.
+                    if let Some(at) = pt.disc.next_ready(now) {
+                        let at = at.max(now + Time(1));
+                        if !(pt.wake_at > now && pt.wake_at <= at) {
+                            pt.wake_at = at;
+                            self.q.push(at, Event::TxDone { port });
+                        }
+                    }
+                }
                 if self.nic_idle && pt.node < self.net.num_hosts {
                     let host = pt.node;
                     let mut out = std::mem::take(&mut self.actions);
@@ -399,6 +417,29 @@ impl<'a> Sim<'a> {
                     self.actions = out;
                 }
             }
+        }
+    }
+
+    /// Start serializing packet `idx` (of wire size `size`, already out of the queue) on
+    /// idle port `port`; `queued`: packets are still waiting in its queue.
+    #[inline]
+    fn transmit(&mut self, now: Time, port: u32, idx: PktIdx, size: u32, queued: bool) {
+        let pt = &mut self.net.ports[port as usize];
+        let size = size as u64;
+        let end = now + pt.tx_time(size);
+        pt.busy_until = end;
+        pt.tx_bytes += size;
+        let arrive = end + pt.delay;
+        let more = queued || (self.nic_idle && pt.node < self.net.num_hosts);
+        if more {
+            pt.txdone_pending = true;
+        }
+        if pt.pipe.is_empty() {
+            self.q.push(arrive, Event::LinkArrive { port });
+        }
+        pt.pipe.push_back((arrive, idx));
+        if more {
+            self.q.push(end, Event::TxDone { port });
         }
     }
 
@@ -430,13 +471,12 @@ impl<'a> Sim<'a> {
                 }
             }
             let dst = p.dst;
-            let flow = p.flow;
             let idx = self.arena.alloc(p);
             if dst >= self.net.num_hosts || dst == host {
                 self.drop_pkt(idx, DROP_MISROUTED);
                 continue;
             }
-            let port = self.net.routes.ecmp(host, dst, flow);
+            let port = self.net.route(host, &p);
             self.enqueue(now, port, idx);
         }
         for &(at, token) in &out.timers {
@@ -513,6 +553,7 @@ impl<'a> Sim<'a> {
             ft.finish_ps.push(self.finish[i]);
             ft.fct_ps.push(if self.finish[i] == u64::MAX { u64::MAX } else { self.finish[i] - f.start.0 });
             ft.ideal_fct_ps.push(self.ideal[i].0);
+            ft.base_rtt_ps.push(f.base_rtt.0);
             ft.sent_bytes.push(self.sent[i]);
             ft.retx_bytes.push(st.retx_bytes);
             ft.timeouts.push(st.timeouts);
@@ -560,6 +601,13 @@ impl<'a> Sim<'a> {
             audit_errors: self.audit_errors,
         }
     }
+}
+
+/// The transport of a validated scenario, seeded from the scenario's seed (stream
+/// [`streams::TRANSPORT`]), as [`Sim::new`] builds it.
+pub fn build_transport(sc: &Scenario) -> Box<dyn Transport> {
+    registry::build_seeded(&sc.protocol, &sc.transport_cfg, &sc.net_info, sc.rng(streams::TRANSPORT).next_u64())
+        .expect("transport config was validated when the scenario was parsed")
 }
 
 /// Run a validated scenario.

@@ -96,6 +96,24 @@ fn each_bad_input_names_its_field() {
         ),
         (toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network]\nbuffer = \"1KB\""), "network.buffer"),
         (
+            toml_with(
+                GOOD_TOPO,
+                "protocol = \"dctcp\"",
+                poisson,
+                "[network]\npriorities = 2\nclass_buffer = [\"1MB\"]",
+            ),
+            "network.class_buffer",
+        ),
+        (
+            toml_with(
+                GOOD_TOPO,
+                "protocol = \"dctcp\"",
+                poisson,
+                "[network]\npriorities = 2\nclass_buffer = [\"1MB\", \"100B\"]",
+            ),
+            "network.class_buffer[1]",
+        ),
+        (
             toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[output]\nsample_ports = \"spines\""),
             "output.sample_ports",
         ),

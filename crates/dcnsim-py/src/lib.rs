@@ -193,6 +193,7 @@ fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict
     d.set_item("finish_ps", column(py, &f.finish_ps))?;
     d.set_item("fct_ps", column(py, &f.fct_ps))?;
     d.set_item("ideal_fct_ps", column(py, &f.ideal_fct_ps))?;
+    d.set_item("base_rtt_ps", column(py, &f.base_rtt_ps))?;
     d.set_item("sent_bytes", column(py, &f.sent_bytes))?;
     d.set_item("retx_bytes", column(py, &f.retx_bytes))?;
     d.set_item("timeouts", column(py, &f.timeouts))?;

@@ -7,7 +7,10 @@
 //!   sizes log-uniform in [1 KB, 1 MB] (size = 1000 x 1000^u), starts uniform over 2 ms.
 //!
 //! Prints a human-readable report and one machine-readable line per scenario:
-//! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=...`.
+//! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=...`, then a
+//! `fingerprint` line: an FNV-1a hash of the flow table (finish times, sent and retransmitted
+//! bytes, timeouts) and of the port table (bytes sent, drops), so a change to the engine can
+//! be checked to leave results byte-identical.
 //! Each scenario runs in its own process so peak RSS is its own.
 
 use dcnsim_core::rng::Rng;
@@ -69,6 +72,18 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// FNV-1a over a sequence of u64 values.
+fn fnv(vals: impl Iterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in vals {
+        for b in v.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
 fn run_one(name: &str) {
     let sc = parse_scenario(NET, Format::Json, Path::new(".")).expect("bench scenario is valid");
     let fl = flows(name);
@@ -92,6 +107,15 @@ fn run_one(name: &str) {
         c.events as f64 / wall,
         c.data_packet_hops as f64 / wall,
         peak_rss_mb()
+    );
+    let f = &out.flows;
+    let flows_fp =
+        fnv((0..nflows).flat_map(|i| [f.finish_ps[i], f.sent_bytes[i], f.retx_bytes[i], f.timeouts[i] as u64]));
+    let p = &out.ports;
+    let ports_fp = fnv((0..p.id.len()).flat_map(|i| [p.tx_bytes[i], p.drops[i]]));
+    println!(
+        "fingerprint {name} flows={flows_fp:016x} ports={ports_fp:016x} packet_hops={} data_packet_hops={}",
+        c.packet_hops, c.data_packet_hops
     );
 }
 

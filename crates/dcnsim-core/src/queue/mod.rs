@@ -45,8 +45,17 @@ pub trait QueueDisc {
     /// Offer packet `idx` (already in the arena). Dropped packets (the offered one or
     /// evicted ones) are reported in `fx.drops`; the caller frees them.
     fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects);
-    /// Take the next packet to serialize: (packet, its wire size).
+    /// Take the next packet to serialize: (packet, its wire size). A policy that shapes
+    /// (holds packets until a later time) may return `None` while packets wait; it must
+    /// then say when to ask again through [`QueueDisc::next_ready`].
     fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)>;
+    /// Called by the engine when `dequeue(now)` returned `None` although the queue is not
+    /// empty: the earliest time a waiting packet becomes eligible. The engine wakes the idle
+    /// port then (a `TxDone` event) and calls `dequeue` again. Work-conserving policies
+    /// never return `None` from a non-empty queue and keep this default.
+    fn next_ready(&self, _now: Time) -> Option<Time> {
+        None
+    }
     /// Bytes waiting in all queues.
     fn bytes(&self) -> Bytes;
     /// Bytes waiting in priority class `prio`.
@@ -56,12 +65,22 @@ pub trait QueueDisc {
     fn is_empty(&self) -> bool {
         self.bytes().0 == 0
     }
+    /// Largest wire size of a packet that, offered while this queue is empty and its port
+    /// idle, would be accepted unchanged (no drop, mark or trim), leave the policy's state
+    /// as it was, and be the very next packet dequeued. The runner sends such a packet
+    /// straight to the link without calling `enqueue` and `dequeue` (a fast path for
+    /// uncontended ports). Queried once when the port is built; 0 (the default) never
+    /// bypasses the policy.
+    fn idle_passthrough(&self) -> u32 {
+        0
+    }
 }
 
 /// Where a port sits, for policies whose parameters depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortRole {
-    /// A host's NIC: never drops, never marks.
+    /// A host's NIC: never drops data, never marks (under `expresspass_credit` it drops
+    /// credits above its credit queue, as switch ports do).
     HostNic,
     /// A switch egress port.
     Switch,
@@ -81,6 +100,8 @@ pub struct QueueConfig {
     /// Classes that compare K with the port's total occupancy even when `ecn_per_port` is
     /// off (default policy only).
     pub ecn_port_classes: Vec<u8>,
+    /// Per-class admission limits, one per class (empty: none; default policy only).
+    pub class_buffer: Vec<Bytes>,
     /// Parameters of the other policies (used only by the policy they belong to).
     pub selective: selective::SelectiveDropConfig,
     pub trim: trim::TrimConfig,
@@ -134,12 +155,20 @@ impl QueuePolicyKind {
 /// Build the queue discipline of one port whose link runs at `rate`.
 pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc> {
     match (role, &cfg.policy) {
+        // ExpressPass throttles credits at every link, the receiver's own uplink included:
+        // its NIC is the only place where the credits of all the flows it receives (whose
+        // data will share its downlink) pass together. The NIC's data buffer stays
+        // unlimited; only credits above the credit queue are dropped.
+        (PortRole::HostNic, QueuePolicyKind::CreditLimit) => {
+            Box::new(credit::CreditLimit::new(Bytes(u64::MAX), cfg.classes, &cfg.credit, &[], false, rate))
+        }
         (PortRole::HostNic, _) => {
             Box::new(priority::PriorityEcn::new(Bytes(u64::MAX), cfg.classes, vec![None; cfg.classes as usize], false))
         }
         (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(
             priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port)
-                .with_port_classes(&cfg.ecn_port_classes),
+                .with_port_classes(&cfg.ecn_port_classes)
+                .with_class_limits(&cfg.class_buffer),
         ),
         (PortRole::Switch, QueuePolicyKind::SelectiveDrop) => Box::new(selective::SelectiveDrop::new(
             cfg.buffer,
@@ -159,7 +188,9 @@ pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc
             Some(rate),
         )),
         (PortRole::Switch, QueuePolicyKind::CreditLimit) => {
-            Box::new(credit::CreditLimit::new(cfg.buffer, cfg.classes, &cfg.credit, &cfg.ecn_k, cfg.ecn_per_port, rate))
+            let q = credit::CreditLimit::new(cfg.buffer, cfg.classes, &cfg.credit, &cfg.ecn_k, cfg.ecn_per_port, rate);
+            // ExpressPass + Aeolus: the Aeolus threshold of `[network.selective]` as well.
+            Box::new(if cfg.credit.selective { q.with_selective(&cfg.selective) } else { q })
         }
     }
 }

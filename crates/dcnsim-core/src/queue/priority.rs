@@ -8,8 +8,18 @@
 //! left the queue). K applies to the class's own queue by default, or to the whole port
 //! when `per_port` is set, or to the whole port for a chosen set of classes only
 //! ([`PriorityEcn::with_port_classes`]).
+//!
+//! Optionally each class has its own admission limit on top of the shared buffer
+//! ([`PriorityEcn::with_class_limits`], scenario `network.class_buffer`): a packet whose class
+//! would then hold more than its limit is dropped (cause `class_limit`), even if the shared
+//! buffer has room. This is the switch of PPT appendix D (Fig. 24), where RC3's low-priority
+//! queues may use only a share of the buffer, and the usual static per-queue threshold of
+//! shared-memory switches.
 
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
+
+/// Drop cause: the packet's class reached its own admission limit (`network.class_buffer`).
+pub const DROP_CLASS_LIMIT: &str = "class_limit";
 use crate::packet::{Ecn, Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Time};
 use std::collections::VecDeque;
@@ -124,11 +134,18 @@ pub struct PriorityEcn {
     q: ClassQueues,
     buffer: u64,
     ecn: EcnMarker,
+    /// Per-class admission limit in bytes (u64::MAX: only the shared buffer applies).
+    class_limit: [u64; 8],
 }
 
 impl PriorityEcn {
     pub fn new(buffer: Bytes, classes: u8, ecn_k: Vec<Option<Bytes>>, per_port: bool) -> Self {
-        PriorityEcn { q: ClassQueues::new(classes), buffer: buffer.0, ecn: EcnMarker::new(&ecn_k, per_port) }
+        PriorityEcn {
+            q: ClassQueues::new(classes),
+            buffer: buffer.0,
+            ecn: EcnMarker::new(&ecn_k, per_port),
+            class_limit: [u64::MAX; 8],
+        }
     }
 }
 
@@ -138,6 +155,13 @@ impl PriorityEcn {
     /// while the high-priority loop keeps DCTCP's per-queue marking).
     pub fn with_port_classes(mut self, classes: &[u8]) -> Self {
         self.ecn = self.ecn.with_port_classes(classes);
+        self
+    }
+    /// Give class i at most `limits[i]` bytes of the shared buffer (missing entries: no limit).
+    pub fn with_class_limits(mut self, limits: &[Bytes]) -> Self {
+        for (slot, b) in self.class_limit.iter_mut().zip(limits) {
+            *slot = b.0;
+        }
         self
     }
 }
@@ -152,6 +176,10 @@ impl QueueDisc for PriorityEcn {
             return;
         }
         let c = self.q.class_of(p.prio);
+        if self.q.class_bytes(c) + size > self.class_limit[c] {
+            fx.drops.push((idx, DROP_CLASS_LIMIT));
+            return;
+        }
         self.ecn.mark(&self.q, c, p);
         self.q.push_back(c, idx, size);
     }
@@ -170,6 +198,11 @@ impl QueueDisc for PriorityEcn {
     }
     fn is_empty(&self) -> bool {
         self.q.total() == 0
+    }
+    /// An empty queue admits any packet that fits the buffer and marks none (the occupancy
+    /// it finds, 0, never exceeds K), and the packet is the next one served.
+    fn idle_passthrough(&self) -> u32 {
+        self.buffer.min(u32::MAX as u64) as u32
     }
 }
 
@@ -214,6 +247,27 @@ mod tests {
     }
 
     #[test]
+    fn class_limit_drops_only_the_limited_class() {
+        // Shared buffer 9000 B; class 1 may hold at most 3000 B (two packets).
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(9000), 8, vec![], false).with_class_limits(&[Bytes(u64::MAX), Bytes(3000)]);
+        let mut fx = PortEffects::default();
+        let lo: Vec<_> = (0..3).map(|_| pkt(&mut a, 1500, 1, Ecn::NotEct)).collect();
+        for &i in &lo {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(fx.drops, vec![(lo[2], DROP_CLASS_LIMIT)], "third class-1 packet exceeds 3000 B");
+        // Class 0 still gets the rest of the shared buffer (6000 B), then overflows.
+        let hi: Vec<_> = (0..5).map(|_| pkt(&mut a, 1500, 0, Ecn::NotEct)).collect();
+        for &i in &hi {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(fx.drops[1..], [(hi[4], DROP_OVERFLOW)]);
+        assert_eq!(q.queue_bytes(1), Bytes(3000));
+        assert_eq!(q.bytes(), Bytes(9000));
+    }
+
+    #[test]
     fn ecn_marks_exactly_above_k() {
         // K = 3000 B: the 1st, 2nd and 3rd packet see 0, 1500, 3000 B ahead (not above K);
         // the 4th sees 4500 > 3000 and is marked, and so is every later one.
@@ -230,6 +284,31 @@ mod tests {
         let n = pkt(&mut a, 1500, 0, Ecn::NotEct);
         q.enqueue(Time(0), n, &mut a, &mut fx);
         assert_eq!(a.get(n).ecn, Ecn::NotEct);
+    }
+
+    /// The runner's fast path relies on `idle_passthrough`: up to that size, a packet
+    /// offered to the empty queue is admitted unmarked and is the next one served, with
+    /// K = 0 (the smallest threshold) and on a port-marked class too; a larger one is not
+    /// covered (it is dropped).
+    #[test]
+    fn idle_passthrough_admits_unchanged_and_serves_next() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(3000), 8, vec![Some(Bytes(0)); 8], false).with_port_classes(&[2]);
+        assert_eq!(q.idle_passthrough(), 3000);
+        let mut fx = PortEffects::default();
+        for (size, prio) in [(3000, 0), (64, 2), (1500, 7)] {
+            let x = pkt(&mut a, size, prio, Ecn::Ect);
+            q.enqueue(Time(0), x, &mut a, &mut fx);
+            assert!(fx.drops.is_empty());
+            assert_eq!(a.get(x).ecn, Ecn::Ect, "an empty queue never marks");
+            assert_eq!(q.dequeue(Time(0), &mut a), Some((x, size)));
+            assert!(q.is_empty());
+        }
+        let big = pkt(&mut a, 3001, 0, Ecn::Ect);
+        q.enqueue(Time(0), big, &mut a, &mut fx);
+        assert_eq!(fx.drops, vec![(big, DROP_OVERFLOW)]);
+        // Host NICs (unbounded buffer) pass every packet through.
+        assert_eq!(PriorityEcn::new(Bytes(u64::MAX), 8, vec![], false).idle_passthrough(), u32::MAX);
     }
 
     #[test]

@@ -49,8 +49,11 @@
 //!   This applies to RC3 too (shared engine).
 //! - With `react_ece` (PPT), an LP ACK with ECE also cancels the rest of a paced initial
 //!   window.
-//! - PPT opens at most one case-2 loop per congestion episode (a round in which DCTCP's
-//!   alpha rose, or the end of start-up); see ppt.rs.
+//! - What opens a case-2 loop is the HCP transport's congestion signal, a [`Case2`] trigger:
+//!   DCTCP's alpha (PPT §3.1; at most one loop per congestion episode, a round in which alpha
+//!   rose or the end of start-up; see ppt.rs) or Swift's delay below its target (PPT §6.2
+//!   Fig. 14). Everything else (case 1, EWD, LCP ECN, meeting in the middle, tagging) is the
+//!   same code for both.
 //! - Opportunistic data is stored by the same [`TcpReceiver`] (so completion is reported
 //!   exactly once, when every byte is held, whichever loop brought it); the ACKs it would
 //!   generate for an opportunistic packet are forwarded to the HCP only when they advance
@@ -64,7 +67,7 @@
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::tcp::{
     ack_after_completion, ConstPrio, FlowCtx, PriorityPolicy, TcpParams, TcpReceiver, TcpSender, KIND_ACK, KIND_DATA,
-    TIMER_DELACK, TIMER_RTO,
+    TIMER_DELACK, TIMER_PACE, TIMER_RTO,
 };
 use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, TimerSlot};
 use crate::units::Time;
@@ -467,13 +470,30 @@ pub enum OpenPolicy {
     /// RC3: one loop at flow start with I = BDP - initial window, never reopened.
     AtStart,
     /// PPT §3.1: case 1 at start (I = BDP - initial window; one RTT later for identified
-    /// large flows), case 2 after start-up whenever DCTCP's alpha is the minimum of the last
-    /// `alpha_window` rounds (I = (1/2 - alpha_min) x W_max).
-    Intermittent { case2: bool, alpha_window: usize, delay_large: bool },
+    /// large flows, with `delay_large`), case 2 as `case2` says.
+    Intermittent { case2: Case2, delay_large: bool },
     /// PPT §2.3's "hypothetical DCTCP": at every HCP round a fresh loop sends
     /// MW - cwnd bytes paced over the round, where MW = max(path BDP, largest cwnd so far)
     /// stands in for the maximum window recorded in a previous plain-DCTCP run.
     Hypothetical,
+}
+
+/// What opens a case-2 loop (spare bandwidth after start-up): the congestion signal of the
+/// high-priority loop's transport.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Case2 {
+    /// No case-2 loops.
+    Off,
+    /// DCTCP HCP (PPT §3.1): after start-up, at the end of an HCP round whose alpha is the
+    /// minimum of the last `window` rounds, once per congestion episode;
+    /// I = (1/2 - alpha_min) x W_max (Eq. 2).
+    Alpha { window: usize },
+    /// Swift HCP (PPT §6.2, "PPT on delay-based transport"): on an HCP ACK at which the fabric
+    /// delay falls below Swift's target delay (the previous ACK's was at or above it);
+    /// I = min(W_max - cwnd, max_mdf x W_max): the gap to the largest window since the flow
+    /// started (PPT §3: LCP + HCP windows stay within W_max), bounded as Eq. 2 bounds it
+    /// (DCTCP's largest cut 1/2 replaced by Swift's `max_mdf`).
+    Delay,
 }
 
 /// How packets are classed.
@@ -524,6 +544,8 @@ struct SndFlow {
     /// A congestion episode (a round in which alpha rose, or the end of start-up) has begun
     /// and no case-2 loop has been opened for it yet.
     episode: bool,
+    /// The latest HCP ACK's fabric delay was at or above Swift's target (delay trigger).
+    delay_above: bool,
     open_timer: TimerSlot,
 }
 
@@ -732,12 +754,47 @@ impl DualLoop {
         info.path_rate.bdp(info.base_rtt).0.saturating_sub(self.p.tcp.init_cwnd)
     }
 
-    /// PPT case 2 bookkeeping after an HCP ACK; opens a loop when alpha is at its minimum.
+    /// PPT case 2 bookkeeping after an HCP ACK; opens a loop when the trigger says so.
     fn after_ack(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
-        if self.p.open == OpenPolicy::Hypothetical {
-            return self.hypothetical_round(id, info, now, out);
+        match self.p.open {
+            OpenPolicy::Hypothetical => self.hypothetical_round(id, info, now, out),
+            OpenPolicy::Intermittent { case2: Case2::Alpha { window }, .. } => {
+                self.alpha_trigger(id, info, now, out, window)
+            }
+            OpenPolicy::Intermittent { case2: Case2::Delay, .. } => self.delay_trigger(id, info, now, out),
+            _ => {}
         }
-        let OpenPolicy::Intermittent { case2, alpha_window, .. } = self.p.open else { return };
+    }
+
+    /// Case 2 on a delay-based HCP: when the fabric delay *falls* below Swift's target (this
+    /// ACK's is below, the previous ACK's was not) and no loop is open (nor a case-1 loop
+    /// pending), a loop opens with I = min(W_max - cwnd, max_mdf x W_max).
+    fn delay_trigger(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
+        let p = &self.p;
+        let Half::Active(f) = &mut self.slots[id].snd else { return };
+        let Some(sw) = f.hcp.swift() else { return };
+        let below = sw.below_target();
+        let fell = below && f.delay_above;
+        f.delay_above = !below;
+        f.startup_over = true;
+        let cwnd = f.hcp.cwnd();
+        f.w_max = f.w_max.max(cwnd);
+        let max_mdf = p.tcp.swift.as_ref().map_or(0.5, |s| s.max_mdf);
+        if p.lcp && fell && !f.lp.is_open() && !f.open_timer.is_armed() {
+            let init = (f.w_max - cwnd).min((max_mdf * f.w_max as f64) as u64);
+            let rtt = rtt_of(f, info);
+            let mut opened = false;
+            with_lcp(p, f, info, now, out, |lp, lx| {
+                opened = lp.open(lx, init, rtt);
+            });
+            if opened {
+                f.lp.stats.case2_loops += 1;
+            }
+        }
+    }
+
+    /// Case 2 on DCTCP: opens a loop when alpha is at its minimum (PPT §3.1, Eq. 2).
+    fn alpha_trigger(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions, alpha_window: usize) {
         let p = &self.p;
         let Half::Active(f) = &mut self.slots[id].snd else { return };
         if !f.startup_over {
@@ -765,7 +822,7 @@ impl DualLoop {
         for i in 0..k {
             amin = amin.min(f.alphas[(f.n_alpha - 1 - i) % 32]);
         }
-        if case2 && p.lcp && f.episode && a <= amin && !f.lp.is_open() {
+        if p.lcp && f.episode && a <= amin && !f.lp.is_open() {
             let init = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
             let rtt = rtt_of(f, info);
             let mut opened = false;
@@ -854,6 +911,7 @@ impl DualLoop {
             alphas: [0.0; 32],
             n_alpha: 0,
             episode: false,
+            delay_above: false,
             open_timer: TimerSlot::default(),
         });
         {
@@ -983,14 +1041,18 @@ impl DualLoop {
                     ctx.out.send(a);
                 }
             }
-            TIMER_RTO => {
+            TIMER_RTO | TIMER_PACE => {
                 let p = &self.p;
                 let slot = &mut self.slots[id];
                 let Half::Active(f) = &mut slot.snd else { return };
                 hand_over(f);
                 let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
                 let mut cx = FlowCtx { now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
-                f.hcp.on_rto_timer(&mut cx, gen);
+                if kind == TIMER_RTO {
+                    f.hcp.on_rto_timer(&mut cx, gen);
+                } else {
+                    f.hcp.on_pace_timer(&mut cx, gen);
+                }
                 Self::finish(slot);
             }
             TIMER_LP_PACE | TIMER_LP_IDLE => {

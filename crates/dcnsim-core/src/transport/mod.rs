@@ -27,11 +27,17 @@
 //!
 //! New transports live in their own module and are added to [`registry`] only.
 
+pub mod aeolus;
+pub mod expresspass;
+pub mod homa;
 pub mod lowprio;
+pub mod ndp;
+pub mod phost;
 pub mod pias;
 pub mod ppt;
 pub mod rc3;
 pub mod registry;
+pub mod swift;
 pub mod tagging;
 pub mod tcp;
 
@@ -75,6 +81,10 @@ pub struct NetInfo {
     pub max_host_rate: Rate,
     /// Number of strict-priority classes the switches provide.
     pub priorities: u8,
+    /// The workload's flow-size distribution, when the scenario knows it: step-CDF points
+    /// `(size in bytes, P(size <= s))`, sizes increasing, last probability 1 (see
+    /// `Workload::size_cdf`). Homa derives its unscheduled priority cutoffs from it.
+    pub size_cdf: Option<Vec<(u64, f64)>>,
 }
 
 impl NetInfo {

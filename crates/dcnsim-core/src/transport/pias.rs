@@ -138,6 +138,7 @@ mod tests {
             max_base_rtt: Time::us(10),
             max_host_rate: Rate::gbps(10),
             priorities: 8,
+            size_cdf: None,
         }
     }
 

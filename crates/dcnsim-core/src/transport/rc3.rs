@@ -24,7 +24,10 @@
 //!
 //! # Limited low-priority buffer (PPT appendix D)
 //! The variant that lets low-priority queues use only a share of the switch buffer is a
-//! switch property, which a transport cannot set. It is emulated with `lp_buffer_limit =
+//! switch property, which a transport cannot set. The exact model is the scenario's per-class
+//! admission limit `network.class_buffer` (see `queue/priority.rs`; `repro/ppt_fig24_rc3_lp_buffer`
+//! uses it with `levels = []`, so that every opportunistic packet is in the one limited
+//! class). An older transport-side emulation remains available with `lp_buffer_limit =
 //! true`: opportunistic packets become ECN-capable, the scenario sets the low-priority classes'
 //! marking threshold to the allowed share (see [`lp_limited_ecn_k`]) and the receiver discards
 //! every CE-marked opportunistic packet as if the switch had refused it (the sender does not
@@ -202,6 +205,7 @@ mod tests {
             max_base_rtt: Time::us(40),
             max_host_rate: Rate::gbps(10),
             priorities: 8,
+            size_cdf: None,
         }
     }
 

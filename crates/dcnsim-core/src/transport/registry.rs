@@ -4,15 +4,21 @@
 //! parsed from the scenario's `[transport]` table, and add one arm to [`build`] and
 //! one name to [`PROTOCOLS`]. Nothing in the network layer changes.
 
+use super::expresspass::{ExpressPass, ExpressPassConfigError};
+use super::homa::{Homa, HomaConfigError};
+use super::ndp::{Ndp, NdpConfigError};
+use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
 use super::rc3::{Rc3, Rc3ConfigError};
+use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
 use super::{NetInfo, Transport};
 use std::fmt;
 
 /// Protocol names accepted in `transport.protocol`.
-pub const PROTOCOLS: &[&str] = &["tcp", "dctcp", "pias", "rc3", "ppt"];
+pub const PROTOCOLS: &[&str] =
+    &["tcp", "dctcp", "pias", "rc3", "ppt", "ndp", "phost", "homa", "expresspass", "swift", "ppt_swift"];
 
 /// Errors building a transport from its scenario table.
 #[derive(Debug)]
@@ -27,6 +33,16 @@ pub enum TransportError {
     Rc3(Rc3ConfigError),
     /// The PPT configuration is invalid.
     Ppt(PptConfigError),
+    /// The NDP configuration is invalid.
+    Ndp(NdpConfigError),
+    /// The pHost configuration is invalid.
+    Phost(PhostConfigError),
+    /// The Homa configuration is invalid.
+    Homa(HomaConfigError),
+    /// The ExpressPass configuration is invalid.
+    ExpressPass(ExpressPassConfigError),
+    /// The Swift configuration is invalid (`swift`; `ppt_swift` reports through `Ppt`).
+    Swift(SwiftConfigError),
 }
 
 impl TransportError {
@@ -37,6 +53,11 @@ impl TransportError {
             TransportError::Pias(e) => e.field(),
             TransportError::Rc3(e) => e.field(),
             TransportError::Ppt(e) => e.field(),
+            TransportError::Ndp(e) => e.field(),
+            TransportError::Phost(e) => e.field(),
+            TransportError::Homa(e) => e.field(),
+            TransportError::ExpressPass(e) => e.field(),
+            TransportError::Swift(e) => e.field(),
         }
     }
 }
@@ -51,6 +72,11 @@ impl fmt::Display for TransportError {
             TransportError::Pias(e) => write!(f, "{e}"),
             TransportError::Rc3(e) => write!(f, "{e}"),
             TransportError::Ppt(e) => write!(f, "{e}"),
+            TransportError::Ndp(e) => write!(f, "{e}"),
+            TransportError::Phost(e) => write!(f, "{e}"),
+            TransportError::Homa(e) => write!(f, "{e}"),
+            TransportError::ExpressPass(e) => write!(f, "{e}"),
+            TransportError::Swift(e) => write!(f, "{e}"),
         }
     }
 }
@@ -58,14 +84,31 @@ impl fmt::Display for TransportError {
 impl std::error::Error for TransportError {}
 
 /// Build the transport named `protocol` from its configuration table (`cfg` is the
-/// `[transport]` table without the `protocol` key).
+/// `[transport]` table without the `protocol` key), with random seed 0 (validation, tests).
 pub fn build(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Box<dyn Transport>, TransportError> {
+    build_seeded(protocol, cfg, net, 0)
+}
+
+/// [`build`] with the seed of the transport's random stream (the runner derives it from the
+/// scenario seed: `sim::build_transport`). Transports without randomness ignore it.
+pub fn build_seeded(
+    protocol: &str,
+    cfg: &serde_json::Value,
+    net: &NetInfo,
+    seed: u64,
+) -> Result<Box<dyn Transport>, TransportError> {
     match protocol {
         "tcp" => Ok(Box::new(Tcp::from_config(cfg, net, false).map_err(TransportError::Tcp)?)),
         "dctcp" => Ok(Box::new(Tcp::from_config(cfg, net, true).map_err(TransportError::Tcp)?)),
         "pias" => Ok(Box::new(Pias::from_config(cfg, net).map_err(TransportError::Pias)?)),
         "rc3" => Ok(Box::new(Rc3::from_config(cfg, net).map_err(TransportError::Rc3)?)),
         "ppt" => Ok(Box::new(Ppt::from_config(cfg, net).map_err(TransportError::Ppt)?)),
+        "ndp" => Ok(Box::new(Ndp::from_config(cfg, net).map_err(TransportError::Ndp)?)),
+        "phost" => Ok(Box::new(Phost::from_config(cfg, net).map_err(TransportError::Phost)?)),
+        "homa" => Ok(Box::new(Homa::from_config(cfg, net).map_err(TransportError::Homa)?)),
+        "expresspass" => Ok(Box::new(ExpressPass::from_config(cfg, net, seed).map_err(TransportError::ExpressPass)?)),
+        "swift" => Ok(Box::new(Swift::from_config(cfg, net).map_err(TransportError::Swift)?)),
+        "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

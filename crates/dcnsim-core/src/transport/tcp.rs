@@ -55,8 +55,14 @@
 //!   NewReno/SACK (RFC 8257 §3.5). Plain `tcp` with `ecn = true` reacts to ECE the same way
 //!   with alpha fixed at 1, i.e. it halves once per window (RFC 3168).
 //!
+//! - **Swift** (`swift.rs`): with `TcpParams::swift` set, Swift's delay-based window law
+//!   replaces slow start, congestion avoidance, ECN and the loss reactions' window changes
+//!   (see `swift.rs`); the sending machinery (SACK recovery, RTO, go-back-N) stays, plus a
+//!   pacing gate when Swift's window is below one packet.
+//!
 //! Not modelled: connection setup and teardown, the receive window (the receiver buffers
-//! everything), Nagle, pacing, spurious-retransmission undo, ACK loss detection.
+//! everything), Nagle, pacing (except Swift's below one packet), spurious-retransmission undo,
+//! ACK loss detection.
 //!
 //! # Choices where the sources leave room
 //! - `min_rto` default **1 ms**: Linux's 200 ms default makes a single incast timeout cost
@@ -99,23 +105,27 @@
 //! or empty (`aux <= seq`) when the receiver holds no out-of-order data; `aux2` bit 31 = ECE,
 //! bits 0..30 = payload bytes of the data packets this ACK covers (duplicates included: the
 //! DCTCP fraction counts packets, not unique bytes); `ts` = echoed data timestamp; `prio` from
-//! [`PriorityPolicy::ack_prio`] (by default the class of the data packet it answers).
+//! [`PriorityPolicy::ack_prio`] (by default the class of the data packet it answers); `rank` =
+//! the receiver's hold time in ns (from the arrival of the oldest data packet the ACK covers
+//! to the ACK: 0 without delayed ACKs), Swift's remote-queuing delay.
 //!
-//! Timers: token kind [`TIMER_RTO`] at the sender, [`TIMER_DELACK`] at the receiver, generation
+//! Timers: token kind [`TIMER_RTO`] (and, for Swift, [`TIMER_PACE`]) at the sender,
+//! [`TIMER_DELACK`] at the receiver, generation
 //! from a [`TimerSlot`]. The RTO is re-armed lazily: moving the deadline later keeps the armed
 //! event and re-arms when it fires early, so the common path pushes no timer per ACK.
 //!
 //! # Reuse
 //! [`TcpSender`] and [`TcpReceiver`] are plain state machines driven through a [`FlowCtx`];
 //! another transport (PIAS, PPT's high-priority loop ...) can embed them, choose each data
-//! packet's class with its own [`PriorityPolicy`], and route [`TIMER_RTO`] / [`TIMER_DELACK`]
-//! tokens and `KIND_DATA` / `KIND_ACK` packets to them (its own kinds should use values >= 16).
+//! packet's class with its own [`PriorityPolicy`], and route [`TIMER_RTO`] / [`TIMER_PACE`] /
+//! [`TIMER_DELACK`] tokens and `KIND_DATA` / `KIND_ACK` packets to them (its own kinds should use values >= 16).
 //!
 //! Per-packet work on the in-order path is O(1): the SACK scoreboard and the receiver's
 //! out-of-order list are empty (and unallocated) unless there is loss or reordering.
 
 use crate::config::FieldError;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
+use crate::transport::swift::{SwiftCc, SwiftParams};
 use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
 use serde::de::{self, Deserializer, Visitor};
@@ -130,6 +140,8 @@ pub const KIND_ACK: u8 = 2;
 pub const TIMER_RTO: u8 = 1;
 /// Timer kind of the receiver's delayed-ACK timer.
 pub const TIMER_DELACK: u8 = 2;
+/// Timer kind of the sender's pacing timer (Swift below one packet of window).
+pub const TIMER_PACE: u8 = 3;
 /// ACK `aux2` bit: ECN-Echo.
 pub const ACK_ECE: u32 = 1 << 31;
 /// ACK `aux2` bits holding the payload bytes the ACK covers.
@@ -404,6 +416,7 @@ impl TcpConfig {
             g: self.g,
             init_alpha: if dctcp { self.init_alpha } else { 1.0 },
             prio: self.prio,
+            swift: None,
         })
     }
 }
@@ -433,6 +446,8 @@ pub struct TcpParams {
     pub g: f64,
     pub init_alpha: f64,
     pub prio: u8,
+    /// Swift's delay-based window law instead of Reno/DCTCP (set by `swift.rs`).
+    pub swift: Option<SwiftParams>,
 }
 
 /// A `[transport]` table error for tcp/dctcp. `field()` names the offending key.
@@ -564,7 +579,17 @@ fn range_insert(v: &mut Vec<(u64, u64)>, a: u64, b: u64) -> u64 {
     (b - a) - covered
 }
 
-fn ack_packet(cx: &FlowCtx, ack: u64, block: (u64, u64), covered: u64, ece: bool, ts: Time, data_prio: u8) -> Packet {
+#[allow(clippy::too_many_arguments)]
+fn ack_packet(
+    cx: &FlowCtx,
+    ack: u64,
+    block: (u64, u64),
+    covered: u64,
+    ece: bool,
+    ts: Time,
+    data_prio: u8,
+    hold: Time,
+) -> Packet {
     let mut aux2 = covered.min(ACK_COVERED_MASK as u64) as u32;
     if ece {
         aux2 |= ACK_ECE;
@@ -584,6 +609,7 @@ fn ack_packet(cx: &FlowCtx, ack: u64, block: (u64, u64), covered: u64, ece: bool
         aux: block.1,
         ts,
         aux2,
+        rank: (hold.0 / 1000).min(u32::MAX as u64) as u32,
         ..Packet::default()
     }
 }
@@ -653,6 +679,8 @@ pub struct TcpSender {
     ecn_cuts: u32,
     fast_retx: u32,
     max_cwnd_seen: u64,
+    /// Swift's window law (None: Reno/DCTCP).
+    swift: Option<Box<SwiftCc>>,
 }
 
 impl TcpSender {
@@ -696,7 +724,68 @@ impl TcpSender {
             ecn_cuts: 0,
             fast_retx: 0,
             max_cwnd_seen: p.init_cwnd,
+            swift: None,
         }
+        .with_swift(flow, p)
+    }
+
+    fn with_swift(mut self, flow: &FlowInfo, p: &TcpParams) -> TcpSender {
+        if let Some(sp) = &p.swift {
+            let sw = SwiftCc::new(sp, p.init_cwnd as f64 / p.mss as f64, flow.base_rtt);
+            self.swift = Some(Box::new(sw));
+            self.sync_swift();
+            self.max_cwnd_seen = self.cwnd;
+        }
+        self
+    }
+
+    /// Swift's state, when this sender runs Swift's window law.
+    pub fn swift(&self) -> Option<&SwiftCc> {
+        self.swift.as_deref()
+    }
+
+    /// Copy Swift's window into the byte window (and ssthresh, which leaving SACK recovery
+    /// restores).
+    fn sync_swift(&mut self) {
+        if let Some(sw) = &self.swift {
+            self.cwnd = sw.cwnd_bytes(self.mss);
+            self.ssthresh = self.cwnd;
+            self.ca_credit = 0;
+            self.max_cwnd_seen = self.max_cwnd_seen.max(self.cwnd);
+        }
+    }
+
+    /// Run Swift's ACK law for `acked` newly acknowledged bytes.
+    fn swift_ack(&mut self, p: &TcpParams, now: Time, pkt: &Packet, acked: u64) {
+        if let (Some(sw), Some(sp)) = (self.swift.as_deref_mut(), p.swift.as_ref()) {
+            let rtt = now.saturating_sub(pkt.ts);
+            let remote = Time(pkt.rank as u64 * 1000);
+            let hops = (pkt.hops as u32).saturating_sub(1);
+            sw.on_ack(sp, now, rtt, remote, hops, acked as f64 / self.mss as f64);
+            self.sync_swift();
+        }
+    }
+
+    /// Handle a firing [`TIMER_PACE`] token generation (Swift's pacing below one packet).
+    pub fn on_pace_timer(&mut self, cx: &mut FlowCtx, gen: u32) {
+        let fired = self.swift.as_deref_mut().is_some_and(|sw| sw.pace.fire(gen));
+        if fired && self.una < self.size {
+            self.send_available(cx);
+        }
+    }
+
+    /// Swift's pacing gate: true if a packet may leave now; otherwise arms the pacing timer.
+    fn pace_ok(&mut self, cx: &mut FlowCtx) -> bool {
+        let Some(sw) = self.swift.as_deref_mut() else { return true };
+        if sw.may_send(cx.now) {
+            return true;
+        }
+        let at = sw.next_tx();
+        if !(sw.pace.is_armed() && sw.pace.at == at) {
+            let g = sw.pace.arm(at);
+            cx.out.timer(at, token(self.id, TIMER_PACE, g));
+        }
+        false
     }
 
     // ---- read-only state ----
@@ -845,6 +934,7 @@ impl TcpSender {
             self.dupacks = 0;
             self.rto_series = 0;
             self.rtt_sample(p, cx.now.saturating_sub(pkt.ts));
+            self.swift_ack(p, cx.now, pkt, newly);
             if p.ecn && self.una >= self.alpha_end {
                 self.update_alpha(p);
             }
@@ -855,7 +945,7 @@ impl TcpSender {
             let mut restart = true;
             match self.recovery {
                 Recovery::Open => {
-                    if !cut {
+                    if !cut && self.swift.is_none() {
                         self.grow(p, newly);
                     }
                 }
@@ -894,6 +984,9 @@ impl TcpSender {
         } else if ack == self.una && self.una < self.max {
             if !p.sack || new_sack > 0 {
                 self.dupacks += 1;
+            }
+            if new_sack > 0 {
+                self.swift_ack(p, cx.now, pkt, new_sack);
             }
             if ece {
                 self.ecn_react(p);
@@ -934,11 +1027,16 @@ impl TcpSender {
         }
         let p = cx.params;
         self.timeouts += 1;
-        if self.rto_series == 0 {
-            self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+        if let (Some(sw), Some(sp)) = (self.swift.as_deref_mut(), p.swift.as_ref()) {
+            sw.on_rto(sp, cx.now);
+            self.sync_swift();
+        } else {
+            if self.rto_series == 0 {
+                self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+            }
+            self.cwnd = self.mss;
         }
         self.rto_series += 1;
-        self.cwnd = self.mss;
         self.ca_credit = 0;
         self.recovery = Recovery::Open;
         self.dupacks = 0;
@@ -1017,7 +1115,12 @@ impl TcpSender {
     fn enter_recovery(&mut self, cx: &mut FlowCtx) {
         let p = cx.params;
         self.fast_retx += 1;
-        self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+        if let (Some(sw), Some(sp)) = (self.swift.as_deref_mut(), p.swift.as_ref()) {
+            sw.on_fast_recovery(sp, cx.now);
+            self.sync_swift();
+        } else {
+            self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+        }
         self.recover = self.max;
         self.in_cwr = false;
         self.ca_credit = 0;
@@ -1149,7 +1252,7 @@ impl TcpSender {
                 break;
             }
             let e = self.seg_end(s);
-            if outstanding + (e - s) > self.cwnd {
+            if outstanding + (e - s) > self.cwnd || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
@@ -1181,7 +1284,7 @@ impl TcpSender {
             } else {
                 break;
             };
-            if pipe + (e - s) > self.cwnd {
+            if pipe + (e - s) > self.cwnd || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
@@ -1227,6 +1330,9 @@ impl TcpSender {
             ..Packet::default()
         };
         cx.out.send(pkt);
+        if let Some(sw) = self.swift.as_deref_mut() {
+            sw.on_sent(cx.now);
+        }
         self.bytes_sent += payload;
         if retx {
             self.retx_bytes += e.min(self.max) - s;
@@ -1270,6 +1376,8 @@ pub struct TcpReceiver {
     /// Payload bytes received since the last ACK.
     pend_bytes: u64,
     pend_ts: Time,
+    /// Arrival time of the oldest data packet the pending ACK covers.
+    pend_at: Time,
     pend_ce: bool,
     pend_prio: u8,
     delack: TimerSlot,
@@ -1285,6 +1393,7 @@ impl TcpReceiver {
             complete: false,
             pend_bytes: 0,
             pend_ts: Time::ZERO,
+            pend_at: Time::ZERO,
             pend_ce: false,
             pend_prio: 0,
             delack: TimerSlot::default(),
@@ -1315,7 +1424,9 @@ impl TcpReceiver {
     }
 
     fn send_ack(&mut self, cx: &mut FlowCtx, block: (u64, u64)) {
-        let pkt = ack_packet(cx, self.rcv_nxt, block, self.pend_bytes, self.pend_ce, self.pend_ts, self.pend_prio);
+        let hold = cx.now.saturating_sub(self.pend_at);
+        let pkt =
+            ack_packet(cx, self.rcv_nxt, block, self.pend_bytes, self.pend_ce, self.pend_ts, self.pend_prio, hold);
         cx.out.send(pkt);
         self.pend_bytes = 0;
         if self.delack.is_armed() {
@@ -1363,6 +1474,7 @@ impl TcpReceiver {
         }
         if self.pend_bytes == 0 {
             self.pend_ts = pkt.ts;
+            self.pend_at = cx.now;
         }
         self.pend_ce = ce;
         self.pend_prio = pkt.prio;
@@ -1423,7 +1535,7 @@ fn overlap(v: &[(u64, u64)], a: u64, b: u64) -> u64 {
 /// ACK a data packet that arrives after the receiver completed (and freed its state).
 pub fn ack_after_completion(cx: &mut FlowCtx, pkt: &Packet) {
     let size = cx.flow.size.0;
-    let p = ack_packet(cx, size, (size, size), pkt.payload as u64, pkt.ecn == Ecn::Ce, pkt.ts, pkt.prio);
+    let p = ack_packet(cx, size, (size, size), pkt.payload as u64, pkt.ecn == Ecn::Ce, pkt.ts, pkt.prio, Time::ZERO);
     cx.out.send(p);
 }
 
@@ -1601,6 +1713,12 @@ impl Transport for Tcp {
                     finish_sender(slot);
                 }
             }
+            TIMER_PACE => {
+                if let Half::Active(s) = &mut slot.snd {
+                    s.on_pace_timer(&mut cx, gen);
+                    finish_sender(slot);
+                }
+            }
             TIMER_DELACK => {
                 if let Half::Active(r) = &mut slot.rcv {
                     r.on_delack_timer(&mut cx, gen);
@@ -1639,6 +1757,7 @@ mod tests {
             max_base_rtt: Time::us(10),
             max_host_rate: Rate::gbps(10),
             priorities: 8,
+            size_cdf: None,
         }
     }
 

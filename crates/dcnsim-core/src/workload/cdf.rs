@@ -26,6 +26,9 @@ use crate::rng::Rng;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
+/// Steps per linear segment in [`EmpiricalCdf::step_points`].
+pub const STEP_POINTS_PER_SEGMENT: usize = 16;
+
 /// How the points of a CDF are read between points.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -416,6 +419,57 @@ impl EmpiricalCdf {
                 p0 + (x - x0) / (x1 - x0) * (p1 - p0)
             }
         }
+    }
+
+    /// The distribution of drawn sizes as the points of a step CDF: `(size, P(X <= size))`
+    /// with sizes in whole bytes, strictly increasing, the last probability 1. A drawn size
+    /// is read as `s_i` with probability `P_i - P_{i-1}`. Under the `step` reading this is
+    /// exact. Under the `linear` reading each segment between two points is cut into
+    /// [`STEP_POINTS_PER_SEGMENT`] equal-probability sub-segments, each step carrying its
+    /// sub-segment's midpoint size (so the mean is the reading's mean, up to rounding to
+    /// whole bytes), and a Pareto tail into as many quantile steps (at mid-probability), so
+    /// integrals over sizes (e.g. bytes below a cutoff) are accurate to one sub-step. For consumers that need the workload's size
+    /// distribution rather than samples (Homa's priority cutoffs).
+    pub fn step_points(&self) -> Vec<(u64, f64)> {
+        let k = STEP_POINTS_PER_SEGMENT;
+        let mut pts: Vec<(u64, f64)> = Vec::new();
+        let mut push = |x: f64, p: f64| {
+            let s = whole_bytes(x);
+            match pts.last_mut() {
+                Some(last) if last.0 >= s => last.1 = last.1.max(p),
+                _ => pts.push((s, p)),
+            }
+        };
+        let (xs, ps) = (&self.sizes, &self.probs);
+        if ps[0] > 0.0 {
+            push(xs[0], ps[0]);
+        }
+        for i in 1..xs.len() {
+            let (p0, p1) = (ps[i - 1], ps[i]);
+            if p1 <= p0 {
+                continue;
+            }
+            match self.reading {
+                Reading::Linear if xs[i] > xs[i - 1] => {
+                    for j in 1..=k {
+                        let (f, mid) = (j as f64 / k as f64, (j as f64 - 0.5) / k as f64);
+                        push(xs[i - 1] + mid * (xs[i] - xs[i - 1]), p0 + f * (p1 - p0));
+                    }
+                }
+                _ => push(xs[i], p1),
+            }
+        }
+        if let Some(t) = &self.tail {
+            for j in 1..=k {
+                let u = t.from_cdf + (1.0 - t.from_cdf) * j as f64 / k as f64;
+                let mid = t.from_cdf + (1.0 - t.from_cdf) * (j as f64 - 0.5) / k as f64;
+                push(t.quantile(mid), u);
+            }
+        }
+        if let Some(last) = pts.last_mut() {
+            last.1 = 1.0;
+        }
+        pts
     }
 
     /// Probability that a drawn size is below `limit` bytes.

@@ -124,6 +124,49 @@ impl Workload {
         serde_json::Value::Array(self.components.iter().map(Component::describe).collect())
     }
 
+    /// The flow-size distribution of the whole workload as step-CDF points
+    /// `(size in bytes, P(size <= s))`, sizes strictly increasing and the last probability 1:
+    /// a flow has size `s_i` with probability `P_i - P_{i-1}`. Components are mixed in
+    /// proportion to the number of flows each is expected to generate; background flows are
+    /// left out. `None` when no component generates sized flows. Linear CDF segments and
+    /// uniform ranges are cut into equal-probability steps (see
+    /// [`EmpiricalCdf::step_points`]). Transports that derive parameters from the workload
+    /// (Homa's unscheduled priority cutoffs) read it through `NetInfo::size_cdf`.
+    pub fn size_cdf(&self) -> Option<Vec<(u64, f64)>> {
+        let mut mass: Vec<(u64, f64)> = Vec::new();
+        let mut total = 0.0;
+        for c in &self.components {
+            if let patterns::SizeMix::Known(pts, weight) = c.size_mix() {
+                if weight <= 0.0 || !weight.is_finite() {
+                    continue;
+                }
+                let mut prev = 0.0;
+                for (s, p) in pts {
+                    mass.push((s, (p - prev) * weight));
+                    prev = p;
+                }
+                total += weight;
+            }
+        }
+        if total <= 0.0 || mass.is_empty() {
+            return None;
+        }
+        mass.sort_by_key(|m| m.0); // stable: deterministic
+        let mut out: Vec<(u64, f64)> = Vec::new();
+        let mut acc = 0.0;
+        for (s, m) in mass {
+            acc += m / total;
+            match out.last_mut() {
+                Some(l) if l.0 == s => l.1 = acc,
+                _ => out.push((s, acc)),
+            }
+        }
+        if let Some(l) = out.last_mut() {
+            l.1 = 1.0;
+        }
+        Some(out)
+    }
+
     /// Number of components.
     pub fn len(&self) -> usize {
         self.components.len()
@@ -171,6 +214,56 @@ mod tests {
     }
 
     #[test]
+    fn size_cdf_mixes_components_by_expected_flows() {
+        let e = env(16);
+        let w = build(
+            json!([
+                {"pattern": "poisson", "load": 0.3, "size": 1000, "flows": 300},
+                {"pattern": "incast", "receiver": 0, "senders": 4, "rounds": 25, "round_interval": "10us", "size": "5KB"},
+                {"pattern": "background", "pairs": [[0, 1]]}
+            ])
+            .as_array()
+            .unwrap(),
+            &e,
+        )
+        .unwrap();
+        // 300 flows of 1000 B and 100 of 5000 B; the background flow is left out.
+        assert_eq!(w.size_cdf(), Some(vec![(1000, 0.75), (5000, 1.0)]));
+        let bg = build(json!([{"pattern": "background", "pairs": [[0, 1]]}]).as_array().unwrap(), &e).unwrap();
+        assert_eq!(bg.size_cdf(), None);
+        // A shipped CDF read as steps gives its points; read linearly, 16 steps per segment
+        // whose mean matches the sampler's mean to within a sub-step.
+        for reading in ["step", "linear"] {
+            let w = build(
+                json!([{"pattern": "poisson", "load": 0.3, "cdf": "websearch", "cdf_reading": reading, "flows": 10}])
+                    .as_array()
+                    .unwrap(),
+                &e,
+            )
+            .unwrap();
+            let pts = w.size_cdf().unwrap();
+            assert!(pts.windows(2).all(|p| p[0].0 < p[1].0 && p[0].1 <= p[1].1));
+            assert_eq!(pts.last().unwrap().1, 1.0);
+            let mut prev = 0.0;
+            let mean: f64 = pts
+                .iter()
+                .map(|&(s, p)| {
+                    let m = (p - prev) * s as f64;
+                    prev = p;
+                    m
+                })
+                .sum();
+            let exact = builtin::find("websearch")
+                .unwrap()
+                .load(if reading == "step" { Reading::Step } else { Reading::Linear })
+                .unwrap()
+                .mean_bytes();
+            let tol = if reading == "step" { 1e-9 } else { 1e-4 };
+            assert!((mean - exact).abs() / exact < tol, "{reading}: {mean} vs {exact}");
+        }
+    }
+
+    #[test]
     fn poisson_offers_the_requested_load() {
         let e = env(16);
         let mean = builtin::find("websearch").unwrap().load(Reading::Linear).unwrap().mean_bytes();
@@ -210,6 +303,46 @@ mod tests {
         assert!(flows.iter().all(|f| matches!(f.deadline, Some(d) if d >= Time::us(100) && d <= Time::us(200))));
         let mean = flows.iter().map(|f| f.size.0 as f64).sum::<f64>() / 1000.0;
         assert!((mean - 100_000.0).abs() < 5_000.0, "{mean}");
+    }
+
+    #[test]
+    fn poisson_with_receivers_loads_the_receivers_links() {
+        let e = env(4);
+        let mean = builtin::find("websearch").unwrap().load(Reading::Linear).unwrap().mean_bytes();
+        // Two senders, one receiver: lambda = 0.5 x (one 100G link) / (8 x mean).
+        let lambda = 0.5 * 100e9 / (8.0 * mean);
+        let dur = Time::from_secs_f64(50_000.0 / lambda);
+        let flows = gen(
+            json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "hosts": [0, 1, 2],
+                    "receivers": [2], "duration": dur.0}]),
+            &e,
+            5,
+        );
+        assert!(flows.iter().all(|f| f.dst == 2 && f.src < 2));
+        let per0 = flows.iter().filter(|f| f.src == 0).count() as f64 / flows.len() as f64;
+        assert!((per0 - 0.5).abs() < 0.02, "{per0}");
+        let offered = flows.iter().map(|f| f.size.0 as f64).sum::<f64>() * 8.0 / (dur.as_secs_f64() * 100e9);
+        assert!((offered - 0.5).abs() < 0.03, "offered load on the receiver's link {offered}");
+        let e2 = err(json!([{"pattern": "poisson", "load": 0.5, "flows": 10, "receivers": [9]}]), &e);
+        assert_eq!(e2.field(), "workload[0].receivers");
+    }
+
+    #[test]
+    fn incast_load_sets_the_poisson_round_rate_on_the_receivers_link() {
+        let e = env(64);
+        // 32 senders x 64 KB per round at load 0.6 of one 100G link: 0.6e11 / (8 x 32 x 64e3)
+        // = 3662 rounds/s; 2000 rounds take ~0.546 s.
+        let flows =
+            gen(json!([{"pattern": "incast", "receiver": 0, "senders": 32, "rounds": 2000, "load": 0.6}]), &e, 9);
+        assert_eq!(flows.len(), 64_000);
+        let span = flows.iter().map(|f| f.start).max().unwrap().as_secs_f64();
+        let offered = flows.iter().map(|f| f.size.0 as f64).sum::<f64>() * 8.0 / (span * 100e9);
+        assert!((offered - 0.6).abs() < 0.03, "offered load on the receiver's link {offered}");
+        let e2 = err(
+            json!([{"pattern": "incast", "receiver": 0, "senders": 4, "rounds": 3, "load": 0.5, "round_interval": "1us"}]),
+            &e,
+        );
+        assert_eq!(e2.field(), "workload[0].load");
     }
 
     #[test]

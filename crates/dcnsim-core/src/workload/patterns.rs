@@ -262,12 +262,15 @@ impl Arrivals {
     }
 }
 
-/// All-to-all Poisson traffic among `hosts`.
+/// All-to-all Poisson traffic among `hosts`; or, with `receivers`, many-to-few traffic from
+/// the other hosts of `hosts` to `receivers`, with the load defined on the receivers' links
+/// (the bottleneck; e.g. PPT Fig. 1/20: two senders, one receiver, load 0.5 of its link).
 #[derive(Clone, Debug)]
 pub(crate) struct Poisson {
     load: f64,
     hosts: Vec<u32>,
     all_hosts: bool,
+    receivers: Option<Vec<u32>>,
     sender_bps: f64,
     arrivals: Arrivals,
 }
@@ -276,18 +279,35 @@ impl Poisson {
     fn build(r: RawPoisson, ctx: &Ctx) -> Result<Poisson, WorkloadError> {
         let load = ctx.load(r.load)?;
         let all_hosts = !matches!(r.hosts, Some(HostsVal::List(_)));
-        let hosts = ctx.hosts("hosts", r.hosts.as_ref())?;
-        ctx.at_least("hosts", &hosts, 2)?;
-        let sender_bps = ctx.rate_sum("hosts", &hosts)?;
+        let mut hosts = ctx.hosts("hosts", r.hosts.as_ref())?;
+        let (receivers, sender_bps) = match r.receivers {
+            None => {
+                ctx.at_least("hosts", &hosts, 2)?;
+                (None, ctx.rate_sum("hosts", &hosts)?)
+            }
+            Some(list) => {
+                let rx = ctx.hosts("receivers", Some(&HostsVal::List(list)))?;
+                ctx.at_least("receivers", &rx, 1)?;
+                hosts.retain(|h| !rx.contains(h));
+                ctx.at_least("hosts", &hosts, 1)?;
+                let bps = ctx.rate_sum("receivers", &rx)?;
+                (Some(rx), bps)
+            }
+        };
         let deadline = ctx.deadline(r.deadline)?;
         let stop = Stop { flows: r.flows, duration: r.duration, start: r.start };
         let sizes = SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, None)?;
         let arrivals = Arrivals::build(ctx, load, sender_bps, stop, sizes, deadline)?;
-        Ok(Poisson { load, hosts, all_hosts, sender_bps, arrivals })
+        Ok(Poisson { load, hosts, all_hosts, receivers, sender_bps, arrivals })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
         let n = self.hosts.len() as u64;
+        if let Some(rx) = &self.receivers {
+            let m = rx.len() as u64;
+            self.arrivals.generate(rng, out, |r| (self.hosts[r.below(n) as usize], rx[r.below(m) as usize]));
+            return;
+        }
         self.arrivals.generate(rng, out, |r| {
             let s = r.below(n);
             let mut d = r.below(n - 1);
@@ -302,7 +322,17 @@ impl Poisson {
         let (mut t, mut d) = (Map::new(), Map::new());
         t.insert("pattern".into(), json!("poisson"));
         t.insert("load".into(), json!(self.load));
-        t.insert("hosts".into(), hosts_json(self.all_hosts, &self.hosts));
+        match &self.receivers {
+            None => {
+                t.insert("hosts".into(), hosts_json(self.all_hosts, &self.hosts));
+            }
+            Some(rx) => {
+                // `hosts` is written as the senders it resolved to (receivers removed), which
+                // re-parses to the same pattern.
+                t.insert("hosts".into(), json!(self.hosts));
+                t.insert("receivers".into(), json!(rx));
+            }
+        }
         self.arrivals.describe(&mut t, &mut d);
         d.insert("sender_link_bps".into(), json!(self.sender_bps));
         t.insert("derived".into(), Value::Object(d));
@@ -455,7 +485,27 @@ impl Incast {
         if rounds == 0 {
             return Err(ctx.out_of_range("rounds", 0, "at least 1", "give a positive number of rounds"));
         }
-        let spacing = match (r.round_interval, r.rounds_per_second) {
+        let deadline = ctx.deadline(r.deadline)?;
+        let sizes =
+            SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, Some(SizeDist::Fixed(DEFAULT_INCAST_SIZE)))?;
+        // `load`: Poisson rounds offering this load on the receiver's link,
+        // rounds_per_second = load x receiver rate / (8 x senders x mean flow size).
+        let by_load = match r.load {
+            None => None,
+            Some(_) if r.round_interval.is_some() || r.rounds_per_second.is_some() => {
+                return Err(WorkloadError::Conflict {
+                    field: ctx.field("load"),
+                    other: if r.round_interval.is_some() { "round_interval" } else { "rounds_per_second" }.into(),
+                    hint: "give one of `load`, `round_interval` or `rounds_per_second`".into(),
+                })
+            }
+            Some(l) => {
+                let load = ctx.load(Some(l))?;
+                let rx_bps = ctx.rate_sum("receiver", &[receiver])?;
+                Some(load * rx_bps / (8.0 * n_senders as f64 * sizes.mean_bytes()))
+            }
+        };
+        let spacing = match (r.round_interval, r.rounds_per_second.or(by_load)) {
             (Some(_), Some(_)) => {
                 return Err(WorkloadError::Conflict {
                     field: ctx.field("rounds_per_second"),
@@ -494,9 +544,6 @@ impl Incast {
             }
         }
         ctx.check_count("rounds", rounds as f64 * n_senders as f64)?;
-        let deadline = ctx.deadline(r.deadline)?;
-        let sizes =
-            SizeDist::resolve(size_fields!(r), &ctx.prefix, ctx.env, Some(SizeDist::Fixed(DEFAULT_INCAST_SIZE)))?;
         Ok(Incast { receiver, senders, rounds, spacing, start, jitter, sizes, deadline })
     }
 
@@ -884,6 +931,15 @@ impl FlowList {
     }
 }
 
+/// What one component contributes to the workload's flow-size mix.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum SizeMix {
+    /// No sized flows (long-lived background flows).
+    Nothing,
+    /// Step-CDF points of its sizes and the expected number of flows it generates.
+    Known(Vec<(u64, f64)>, f64),
+}
+
 /// One validated `[[workload]]` table.
 #[derive(Clone, Debug)]
 pub(crate) enum Component {
@@ -956,6 +1012,40 @@ impl Component {
             Component::Permutation(c) => c.generate(rng, out),
             Component::Background(c) => c.generate(rng, out),
             Component::FlowList(c) => out.extend_from_slice(&c.flows),
+        }
+    }
+
+    /// The component's flow-size distribution, weighted by its expected flow count.
+    pub(crate) fn size_mix(&self) -> SizeMix {
+        match self {
+            Component::Poisson(c) => SizeMix::Known(c.arrivals.sizes.step_points(), c.arrivals.expected_flows()),
+            Component::LeftRight(c) => SizeMix::Known(c.arrivals.sizes.step_points(), c.arrivals.expected_flows()),
+            Component::Incast(c) => {
+                let n = match &c.senders {
+                    Senders::Random { count, .. } => *count,
+                    Senders::Listed(l) => l.len(),
+                };
+                SizeMix::Known(c.sizes.step_points(), (n as u64 * c.rounds) as f64)
+            }
+            Component::Permutation(c) => SizeMix::Known(c.sizes.step_points(), c.hosts.len() as f64),
+            Component::Background(_) => SizeMix::Nothing,
+            Component::FlowList(c) => {
+                let mut sizes: Vec<u64> = c.flows.iter().filter(|f| !f.background).map(|f| f.size.0).collect();
+                if sizes.is_empty() {
+                    return SizeMix::Nothing;
+                }
+                sizes.sort_unstable();
+                let n = sizes.len() as f64;
+                let mut pts: Vec<(u64, f64)> = Vec::new();
+                for (i, s) in sizes.iter().enumerate() {
+                    let p = (i + 1) as f64 / n;
+                    match pts.last_mut() {
+                        Some(l) if l.0 == *s => l.1 = p,
+                        _ => pts.push((*s, p)),
+                    }
+                }
+                SizeMix::Known(pts, n)
+            }
         }
     }
 

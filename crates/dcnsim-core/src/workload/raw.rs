@@ -174,6 +174,7 @@ pub(crate) use size_fields;
 pub(crate) struct RawPoisson {
     pub load: Option<f64>,
     pub hosts: Option<HostsVal>,
+    pub receivers: Option<Vec<u32>>,
     pub flows: Option<u64>,
     pub duration: Option<Time>,
     pub start: Option<Time>,
@@ -215,6 +216,7 @@ pub(crate) struct RawIncast {
     pub rounds: Option<u64>,
     pub round_interval: Option<Time>,
     pub rounds_per_second: Option<f64>,
+    pub load: Option<f64>,
     pub start: Option<Time>,
     pub jitter: Option<Time>,
     pub deadline: Option<RangeOf<Time>>,

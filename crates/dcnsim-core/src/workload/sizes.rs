@@ -168,6 +168,30 @@ impl SizeDist {
         }
     }
 
+    /// The size distribution as step-CDF points `(size, P(X <= size))` (see
+    /// [`EmpiricalCdf::step_points`]). A uniform range is cut into 64 equal-probability
+    /// steps, each carrying its sub-range's midpoint.
+    pub fn step_points(&self) -> Vec<(u64, f64)> {
+        match self {
+            SizeDist::Fixed(b) => vec![(b.0, 1.0)],
+            SizeDist::Uniform { min, max } => {
+                let k = 64u64.min(max.0 - min.0 + 1);
+                let mut v: Vec<(u64, f64)> = Vec::new();
+                for j in 1..=k {
+                    // Midpoint of the j-th of k equal sub-ranges (the mean stays exact).
+                    let s = min.0 + ((max.0 - min.0) as u128 * (2 * j - 1) as u128 / (2 * k) as u128) as u64;
+                    let p = j as f64 / k as f64;
+                    match v.last_mut() {
+                        Some(l) if l.0 >= s => l.1 = p,
+                        _ => v.push((s, p)),
+                    }
+                }
+                v
+            }
+            SizeDist::Cdf { cdf, .. } => cdf.step_points(),
+        }
+    }
+
     /// Draw one size.
     pub fn sample(&self, rng: &mut Rng) -> Bytes {
         match self {

@@ -6,7 +6,7 @@ use dcnsim_core::output::RunOutput;
 use dcnsim_core::packet::{FlowId, Packet};
 use dcnsim_core::scenario::Scenario;
 use dcnsim_core::sim::Sim;
-use dcnsim_core::transport::{registry, Ctx, FlowStats, Transport};
+use dcnsim_core::transport::{Ctx, FlowStats, Transport};
 use dcnsim_core::units::{Bytes, Time};
 use dcnsim_core::workload::FlowSpec;
 use dcnsim_core::{parse_scenario, Format};
@@ -106,7 +106,7 @@ impl Transport for Recorder {
 
 /// Run `sc`'s network and transport on `flows`, recording receptions.
 pub fn run_flows(sc: &Scenario, flows: Vec<FlowSpec>) -> (RunOutput, Rc<RefCell<Record>>) {
-    let inner = registry::build(&sc.protocol, &sc.transport_cfg, &sc.net_info).unwrap();
+    let inner = dcnsim_core::sim::build_transport(sc);
     let rec = Rc::new(RefCell::new(Record::default()));
     let t = Recorder { inner, rec: rec.clone() };
     let out = Sim::with_parts(sc, flows, Box::new(t)).run(&mut |_| true);

@@ -1,0 +1,1717 @@
+//! Homa: receiver-driven message transport with network priorities (Montazeri, Li,
+//! Alizadeh, Ousterhout, "Homa: A Receiver-Driven Low-Latency Transport Protocol Using
+//! Network Priorities", SIGCOMM 2018, §3), optionally with the Aeolus first-RTT building
+//! block ([`super::aeolus`]; Hu et al., ToN 2021, §III, §V-C, §VI).
+//!
+//! Sources. The Homa paper's text is not in this project's seeds; the mechanism follows its
+//! §3 as summarised by the seed papers that use Homa as a baseline (Aeolus §II-C, §V-A/C,
+//! §VI; PPT and RPO's Homa settings) and the public Homa implementations' documented
+//! behaviour (grant offsets, RESEND ranges). Every choice not fixed there is listed below.
+//!
+//! # What is modelled
+//! - **Messages and unscheduled bytes** (Homa §3.2): a flow is one message. Its first
+//!   `rtt_bytes` (rounded up to whole packets) are *unscheduled*: sent at once at line
+//!   rate without waiting for the receiver. Every data packet carries the message length,
+//!   so the first one to arrive tells the receiver about the message.
+//! - **Grants in SRPT order with overcommitment** (§3.3, §3.5): the receiver keeps, for
+//!   each of at most `overcommitment` messages with the fewest remaining bytes (among its
+//!   incomplete messages that still need grants), `rtt_bytes` granted but not yet received:
+//!   whenever a packet of such a message arrives it sends a GRANT carrying the new grant
+//!   offset min(message length, bytes received + `rtt_bytes`). Fully granted messages leave
+//!   the candidate set, so the next message gets its grants. A completed message frees its
+//!   slot immediately.
+//! - **Sender SRPT** (§3.3): a sender hands its NIC one data packet at a time (when the
+//!   NIC is idle), from the message with the fewest bytes left to send that has a packet it
+//!   may send (unscheduled, granted, or requested by a RESEND).
+//! - **Unscheduled priorities from the workload** (§3.4): the classes are split into
+//!   `unsched_prios` levels for unscheduled packets (the highest ones) and `sched_prios`
+//!   levels below them for scheduled packets. By default the split is proportional to
+//!   the fraction of the workload's bytes that are unscheduled, and the message-size
+//!   cutoffs between unscheduled levels are chosen so that each level carries the same
+//!   number of unscheduled bytes (smaller messages in higher levels). The workload's size
+//!   CDF comes from `NetInfo::size_cdf`; see [`unsched_cutoffs`].
+//! - **Scheduled priorities by rank** (§3.4): the receiver writes into each GRANT the class
+//!   for the message's scheduled packets: among the n messages it is granting, the one with
+//!   the fewest remaining bytes gets the highest scheduled level; when n is smaller than the
+//!   number of scheduled levels the lowest n levels are used (the largest granted message on
+//!   the lowest), leaving higher levels free for shorter messages that arrive later.
+//! - **Loss recovery by timeouts** (§3.7): finite switch buffers drop packets. A receiver
+//!   that sees no progress on an incomplete message for `resend_timeout` sends one RESEND per
+//!   missing packet range below the grant offset; the sender keeps every message until the
+//!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
+//!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
+//!   repaired too). A sender that has heard nothing at all about a message
+//!   (no GRANT, RESEND, BUSY, ACK) for `sender_timeout` since its last packet of it resends
+//!   the message's first packet: the receiver may not know the message (all its packets
+//!   lost). A receiver that already knows it answers BUSY, which stops that timer.
+//! - **Completion**: when the receiver holds every byte it reports the flow complete and
+//!   ACKs the sender (the RPC response plays this role in Homa), which then forgets it.
+//!
+//! # Homa + Aeolus (`aeolus = true`)
+//! Homa's unscheduled packets are Aeolus' unscheduled packets: flagged `UNSCHEDULED` and,
+//! in the default `aeolus_mode = "selective_drop"`, kept in Homa's unscheduled classes, so
+//! the switches must measure the selective-dropping threshold over the whole port
+//! (`[network] queue_policy = "selective_drop"`, `selective.per_port = true`, threshold 6 KB:
+//! Aeolus §V-A and §VI, "for Homa we configure per-port ECN/RED"). The probe follows the
+//! last unscheduled packet in the same class; the receiver ACKs each unscheduled packet and
+//! the probe; both ends infer the same losses (see [`super::aeolus`]).
+//!
+//! Homa's grants become Aeolus' credits: a GRANT offset G authorises the sender to have
+//! *charged* G bytes, where every new packet and every Aeolus retransmission is charged
+//! its payload, so loss-detected unscheduled packets are resent once, as scheduled packets,
+//! in the grant's class, ahead of new data (§III-C order: lost, new, sent-but-unACKed). To
+//! keep `rtt_bytes` in flight the receiver counts the bytes it declared lost: G =
+//! min(length + lost, received + lost + `rtt_bytes`). Without losses this is plain Homa.
+//! The sender leaves the pre-credit state at the first GRANT (§III-A). Homa's timeouts stay
+//! as the last resort (a lost probe or a dropped scheduled packet). With
+//! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
+//! lowest class and the scheduled levels sit just above it.
+//!
+//! # Configuration (`protocol = "homa"`)
+//! | field | default | meaning |
+//! |---|---|---|
+//! | `rtt_bytes` | fastest host rate x largest base RTT (one BDP) | unscheduled bytes per message, and granted-but-not-received bytes per granted message (Homa's RTTbytes) |
+//! | `overcommitment` | `sched_prios` | messages a receiver grants to at once (Homa's degree of overcommitment; Aeolus §V-A uses 6, PPT §6 uses 2) |
+//! | `unsched_prios` | from the workload (see above); 2 without a CDF | classes for unscheduled packets (classes 0..) |
+//! | `sched_prios` | `network.priorities` - `unsched_prios` | classes for scheduled packets (below the unscheduled ones) |
+//! | `unsched_cutoffs` | from the workload CDF; without one, `rtt_bytes` x j / `unsched_prios` | message sizes (bytes, increasing, `unsched_prios` - 1 of them): a message of at most cutoff j uses unscheduled level j |
+//! | `resend_timeout` | 1 ms | receiver: no progress for this long -> RESEND (Aeolus §V: 1 ms / 100 us; §II-C: 10 ms; eager Homa 20 us) |
+//! | `sender_timeout` | 2 x `resend_timeout` | sender: nothing heard about a message for this long -> resend its first packet |
+//! | `aeolus` | false | add the Aeolus building block |
+//! | `aeolus_mode` | `"selective_drop"` | `"low_priority"`: the §V-E priority-queueing alternative |
+//! | `aeolus_probe` | true | false: Aeolus without the probe (Fig. 22) |
+//!
+//! # Choices where the papers leave room
+//! - Control packets (GRANT, RESEND, BUSY, ACK, Aeolus ACKs) ride class 0, the highest,
+//!   shared with the unscheduled packets of the smallest messages (Homa sends grants at the
+//!   highest priority).
+//! - Unscheduled bytes per message: `rtt_bytes` rounded up to whole packets (payload
+//!   `mtu - header` each), at most the message. The receiver's initial implicit grant is
+//!   those bytes.
+//! - A sender may send a packet when what it has charged is below the grant offset (a
+//!   whole packet goes even if it ends beyond the offset), as Homa's implementation does.
+//! - The unscheduled/scheduled split from the workload: `unsched_prios` = round(P x f)
+//!   clamped to [1, P - 1], f = E[min(size, rtt_bytes)] / E[size], P = `network.priorities`.
+//!   Cutoffs: the smallest CDF sizes at which the cumulative unscheduled bytes reach
+//!   j / `unsched_prios` of the total. Without a CDF (flow lists are mixed in; only
+//!   background flows), 2 unscheduled levels (with 8 classes: 6 scheduled levels, the
+//!   overcommitment of Aeolus §V-A) and cutoffs splitting [0, `rtt_bytes`] evenly.
+//! - With `overcommitment` above `sched_prios`, ranks beyond the last level share the
+//!   lowest scheduled level. With a single class everything rides class 0.
+//! - The receiver sends a GRANT only when the offset advances (one per data packet of a
+//!   granted message in steady state); a rank change alone is carried by the next GRANT.
+//! - RESEND: one per missing contiguous range below min(length, grant offset), all sent at
+//!   one expiry, class = the message's scheduled class (its unscheduled class if it needs
+//!   no grants). The receiver's timer runs from the last new data (or from when it learned
+//!   the message) and re-arms after each RESEND round. Packets not yet sent at all are not
+//!   resent (the sender sends them as new data). A RESEND also counts as contact for the
+//!   sender timeout.
+//! - A RESEND naming packets the sender has not sent yet (it was busy sending shorter
+//!   messages, Homa's sender SRPT) is answered with BUSY, which restarts the receiver's
+//!   timer (the role BUSY plays in Homa's implementation); the packets go out as new data.
+//! - `FlowStats::timeouts` counts timeouts that led to a retransmission: RESENDs that made
+//!   the sender resend at least one packet (counted at the sender), and sender timeouts
+//!   that found the receiver unaware of the message (counted when that first packet
+//!   arrives; a BUSY answer means the sender only had to wait for grants). A RESEND may be
+//!   spurious: a packet of a message that lost rank waits in a low class, and a timeout
+//!   shorter than that wait resends it (Aeolus §II-C's dilemma).
+//!   `retx_bytes` counts every retransmitted payload (RESEND, sender timeout, Aeolus).
+//! - Sender SRPT key: bytes never sent, then arrival time, then flow id.
+//!
+//! # Header layout
+//! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
+//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`].
+//! GRANT: `seq` = grant offset, `rank` = class for scheduled packets. RESEND: `seq` = first
+//! byte, `ack` = byte count, `rank` = class. ACK, BUSY: none. Aeolus PROBE: `seq`/`aux` =
+//! offset/index of the last unscheduled packet, `ack` = message length; UACK and PROBE_ACK:
+//! `seq`/`aux` = offset/index.
+//! Timers: [`TIMER_RECV`] and [`TIMER_SEND`] per flow (token = flow id, kind, generation).
+//!
+//! Per packet the receiver re-ranks its grantable messages: O(m log m) for m of them.
+
+use crate::config::FieldError;
+use crate::packet::{FlowId, NodeId, Packet, PacketFlags};
+use crate::transport::aeolus::{self, AeolusConfig, AeolusReceiver, AeolusSender, UnschedMode};
+use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
+use crate::units::{Bytes, Time};
+use serde::Deserialize;
+use std::collections::VecDeque;
+use std::fmt;
+
+pub const KIND_DATA: u8 = 1;
+pub const KIND_GRANT: u8 = 2;
+pub const KIND_RESEND: u8 = 3;
+/// The receiver holds the whole message.
+pub const KIND_ACK: u8 = 4;
+/// The receiver knows the message (answer to a sender-timeout packet).
+pub const KIND_BUSY: u8 = 5;
+/// Aeolus probe.
+pub const KIND_PROBE: u8 = 6;
+/// Aeolus per-packet ACK of an unscheduled packet.
+pub const KIND_UACK: u8 = 7;
+/// Aeolus ACK of the probe.
+pub const KIND_PROBE_ACK: u8 = 8;
+/// Data `aux2` bit: a retransmission.
+pub const DATA_RETX: u32 = 1;
+/// Data `aux2` bit: sent by the sender timeout.
+pub const DATA_SENDER_TIMEOUT: u32 = 2;
+/// Timer kind: the receiver's no-progress timer of a message.
+pub const TIMER_RECV: u8 = 1;
+/// Timer kind: the sender's nothing-heard timer of a message.
+pub const TIMER_SEND: u8 = 2;
+
+// ------------------------------------------------------------------------------------------
+// Configuration
+// ------------------------------------------------------------------------------------------
+
+/// The `[transport]` table of `protocol = "homa"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HomaConfig {
+    pub rtt_bytes: Option<Bytes>,
+    pub overcommitment: Option<u32>,
+    pub unsched_prios: Option<u8>,
+    pub sched_prios: Option<u8>,
+    pub unsched_cutoffs: Option<Vec<Bytes>>,
+    pub resend_timeout: Time,
+    pub sender_timeout: Option<Time>,
+    pub aeolus: bool,
+    pub aeolus_mode: UnschedMode,
+    pub aeolus_probe: bool,
+}
+
+impl Default for HomaConfig {
+    fn default() -> Self {
+        HomaConfig {
+            rtt_bytes: None,
+            overcommitment: None,
+            unsched_prios: None,
+            sched_prios: None,
+            unsched_cutoffs: None,
+            resend_timeout: Time::ms(1),
+            sender_timeout: None,
+            aeolus: false,
+            aeolus_mode: UnschedMode::SelectiveDrop,
+            aeolus_probe: true,
+        }
+    }
+}
+
+/// A `[transport]` table error for `homa`. `field()` names the offending key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HomaConfigError {
+    /// An unknown field, a value of the wrong type or an unparsable time/size.
+    Parse(FieldError),
+    /// A well-formed value outside its range; `fix` says what to write instead.
+    OutOfRange { field: String, value: String, fix: String },
+    /// The network description makes Homa impossible.
+    Network { field: String, msg: String },
+}
+
+impl HomaConfigError {
+    /// The offending key, e.g. `transport.rtt_bytes`.
+    pub fn field(&self) -> String {
+        match self {
+            HomaConfigError::Parse(e) => e.field(),
+            HomaConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
+            HomaConfigError::Network { field, .. } => field.clone(),
+        }
+    }
+}
+
+impl fmt::Display for HomaConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HomaConfigError::Parse(e) => write!(f, "{e}"),
+            HomaConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
+            HomaConfigError::Network { field, msg } => write!(f, "{field}: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for HomaConfigError {}
+
+/// Resolved Homa parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HomaParams {
+    pub mtu: u64,
+    pub mss: u64,
+    pub header: u64,
+    pub ctrl_size: u64,
+    pub rtt_bytes: u64,
+    pub overcommitment: u32,
+    /// Priority classes of the network.
+    pub classes: u8,
+    pub unsched_prios: u8,
+    pub sched_prios: u8,
+    /// `unsched_prios - 1` increasing message sizes; a message of at most `cutoffs[j]`
+    /// bytes (and above `cutoffs[j-1]`) uses unscheduled level j.
+    pub cutoffs: Vec<u64>,
+    /// Whether the split and the cutoffs came from the workload's CDF.
+    pub from_cdf: bool,
+    pub resend_timeout: Time,
+    pub sender_timeout: Time,
+    pub aeolus: Option<AeolusConfig>,
+}
+
+/// Fraction of a workload's bytes that are unscheduled: E[min(size, rtt_bytes)] / E[size],
+/// for step-CDF points `(size, P(size <= s))`.
+pub fn unsched_byte_fraction(cdf: &[(u64, f64)], rtt_bytes: u64) -> f64 {
+    let (mut all, mut un, mut prev) = (0.0, 0.0, 0.0);
+    for &(s, p) in cdf {
+        let m = (p - prev).max(0.0);
+        prev = p;
+        all += m * s as f64;
+        un += m * s.min(rtt_bytes) as f64;
+    }
+    if all > 0.0 {
+        un / all
+    } else {
+        1.0
+    }
+}
+
+/// Homa §3.4 unscheduled cutoffs: `levels - 1` message sizes such that each of the `levels`
+/// unscheduled priority levels carries the same share of the workload's unscheduled bytes
+/// (a message of size s contributes min(s, `rtt_bytes`)). Cutoff j is the smallest CDF size
+/// at which the cumulative unscheduled bytes reach (j + 1) / `levels` of the total.
+pub fn unsched_cutoffs(cdf: &[(u64, f64)], rtt_bytes: u64, levels: u8) -> Vec<u64> {
+    let levels = levels.max(1) as usize;
+    let mut total = 0.0;
+    let mut prev = 0.0;
+    let mut cum = Vec::with_capacity(cdf.len());
+    for &(s, p) in cdf {
+        total += (p - prev).max(0.0) * s.min(rtt_bytes) as f64;
+        prev = p;
+        cum.push((s, total));
+    }
+    let mut out = Vec::with_capacity(levels - 1);
+    for j in 1..levels {
+        let target = total * j as f64 / levels as f64;
+        // Relative tolerance so that exact shares are not missed by rounding.
+        let s = cum.iter().find(|&&(_, c)| c >= target * (1.0 - 1e-12)).map(|c| c.0).unwrap_or(u64::MAX);
+        out.push(s);
+    }
+    out
+}
+
+impl HomaConfig {
+    pub const FIELDS: &'static [&'static str] = &[
+        "rtt_bytes",
+        "overcommitment",
+        "unsched_prios",
+        "sched_prios",
+        "unsched_cutoffs",
+        "resend_timeout",
+        "sender_timeout",
+        "aeolus",
+        "aeolus_mode",
+        "aeolus_probe",
+    ];
+
+    /// Parse a `[transport]` table (JSON form, `protocol` removed). `null` means all defaults.
+    pub fn parse(cfg: &serde_json::Value) -> Result<HomaConfig, HomaConfigError> {
+        if cfg.is_null() {
+            return Ok(HomaConfig::default());
+        }
+        if !cfg.is_object() {
+            return Err(HomaConfigError::Parse(FieldError::invalid(
+                "transport",
+                format!("expected a table of homa settings, found {cfg}"),
+                "write the settings as key = value pairs under [transport]",
+            )));
+        }
+        crate::config::from_table(cfg, "transport").map_err(HomaConfigError::Parse)
+    }
+
+    /// Validate and resolve against the network (and the workload's size CDF in `net`).
+    pub fn resolve(&self, net: &NetInfo) -> Result<HomaParams, HomaConfigError> {
+        let bad =
+            |field: &str, value: String, fix: String| HomaConfigError::OutOfRange { field: field.into(), value, fix };
+        if net.mtu.0 <= net.header.0 {
+            return Err(HomaConfigError::Network {
+                field: "network.mtu".into(),
+                msg: format!("MTU {} leaves no payload after the {} header; raise the MTU", net.mtu, net.header),
+            });
+        }
+        let rtt_bytes = match self.rtt_bytes {
+            Some(b) if b.0 == 0 => {
+                return Err(bad(
+                    "rtt_bytes",
+                    "0".into(),
+                    "must be at least 1 byte; remove it for one bandwidth-delay product".into(),
+                ))
+            }
+            Some(b) => b.0,
+            None => {
+                let b = net.max_host_rate.bdp(net.max_base_rtt).0;
+                if b == 0 {
+                    return Err(HomaConfigError::Network {
+                        field: "topology.host_rate".into(),
+                        msg: "the bandwidth-delay product is 0; set transport.rtt_bytes".into(),
+                    });
+                }
+                b
+            }
+        };
+        if self.resend_timeout == Time::ZERO {
+            return Err(bad("resend_timeout", "\"0ps\"".into(), "must be > 0, e.g. \"1ms\"".into()));
+        }
+        if self.sender_timeout == Some(Time::ZERO) {
+            return Err(bad(
+                "sender_timeout",
+                "\"0ps\"".into(),
+                "must be > 0; remove it for twice resend_timeout".into(),
+            ));
+        }
+        let classes = net.priorities.clamp(1, 8);
+        let level = |field: &str, v: u8| -> Result<u8, HomaConfigError> {
+            if v == 0 || (v > classes.saturating_sub(1) && classes > 1) {
+                Err(bad(
+                    field,
+                    v.to_string(),
+                    format!(
+                        "must be between 1 and {} (network.priorities = {classes}; unscheduled and scheduled levels share them)",
+                        classes.saturating_sub(1).max(1)
+                    ),
+                ))
+            } else {
+                Ok(v)
+            }
+        };
+        let cdf = net.size_cdf.as_deref().filter(|c| !c.is_empty());
+        let (unsched_prios, sched_prios) = if classes == 1 {
+            for (f, v) in [("unsched_prios", self.unsched_prios), ("sched_prios", self.sched_prios)] {
+                if let Some(x) = v {
+                    if x != 1 {
+                        return Err(bad(
+                            f,
+                            x.to_string(),
+                            "network.priorities is 1: use 1 (everything rides class 0)".into(),
+                        ));
+                    }
+                }
+            }
+            (1, 1)
+        } else {
+            match (self.unsched_prios, self.sched_prios) {
+                (Some(u), Some(s)) => {
+                    let (u, s) = (level("unsched_prios", u)?, level("sched_prios", s)?);
+                    if u + s > classes {
+                        return Err(bad(
+                            "sched_prios",
+                            s.to_string(),
+                            format!("unsched_prios + sched_prios = {} exceeds network.priorities = {classes}", u + s),
+                        ));
+                    }
+                    (u, s)
+                }
+                (Some(u), None) => {
+                    let u = level("unsched_prios", u)?;
+                    (u, classes - u)
+                }
+                (None, Some(s)) => {
+                    let s = level("sched_prios", s)?;
+                    (classes - s, s)
+                }
+                (None, None) => {
+                    let u = match cdf {
+                        Some(c) => {
+                            let f = unsched_byte_fraction(c, rtt_bytes);
+                            ((classes as f64 * f).round() as u8).clamp(1, classes - 1)
+                        }
+                        None => 2.min(classes - 1),
+                    };
+                    (u, classes - u)
+                }
+            }
+        };
+        let cutoffs = match &self.unsched_cutoffs {
+            Some(list) => {
+                let v: Vec<u64> = list.iter().map(|b| b.0).collect();
+                if v.len() != unsched_prios as usize - 1 || v.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(bad(
+                        "unsched_cutoffs",
+                        format!("{v:?}"),
+                        format!(
+                            "give {} strictly increasing message sizes (one fewer than the {unsched_prios} unscheduled levels)",
+                            unsched_prios - 1
+                        ),
+                    ));
+                }
+                v
+            }
+            None => match cdf {
+                Some(c) => unsched_cutoffs(c, rtt_bytes, unsched_prios),
+                None => (1..unsched_prios as u64).map(|j| rtt_bytes * j / unsched_prios as u64).collect(),
+            },
+        };
+        let overcommitment = match self.overcommitment {
+            Some(0) => {
+                return Err(bad(
+                    "overcommitment",
+                    "0".into(),
+                    "must be at least 1 message; remove it for one per scheduled level".into(),
+                ))
+            }
+            Some(k) => k,
+            None => sched_prios as u32,
+        };
+        Ok(HomaParams {
+            mtu: net.mtu.0,
+            mss: net.mss(),
+            header: net.header.0,
+            ctrl_size: net.ctrl_size.0,
+            rtt_bytes,
+            overcommitment,
+            classes,
+            unsched_prios,
+            sched_prios,
+            cutoffs,
+            from_cdf: cdf.is_some() && self.unsched_cutoffs.is_none(),
+            resend_timeout: self.resend_timeout,
+            sender_timeout: self.sender_timeout.unwrap_or(self.resend_timeout * 2),
+            aeolus: self.aeolus.then_some(AeolusConfig { mode: self.aeolus_mode, probe: self.aeolus_probe }),
+        })
+    }
+}
+
+impl HomaParams {
+    /// Packets of a message of `size` bytes (at least 1).
+    pub fn packets(&self, size: u64) -> u64 {
+        size.div_ceil(self.mss).max(1)
+    }
+    /// Unscheduled packets of a message.
+    pub fn unsched_packets(&self, size: u64) -> u64 {
+        self.packets(size).min(self.rtt_bytes.div_ceil(self.mss).max(1))
+    }
+    /// Unscheduled bytes of a message.
+    pub fn unsched_bytes(&self, size: u64) -> u64 {
+        (self.unsched_packets(size) * self.mss).min(size)
+    }
+    fn low_priority(&self) -> bool {
+        matches!(self.aeolus, Some(AeolusConfig { mode: UnschedMode::LowPriority, .. }))
+    }
+    /// Unscheduled level of a message of `size` bytes (0 = smallest messages).
+    pub fn unsched_level(&self, size: u64) -> u8 {
+        self.cutoffs.partition_point(|&c| c < size) as u8
+    }
+    /// Class of a message's unscheduled packets (and of its Aeolus probe).
+    pub fn unsched_prio(&self, size: u64) -> u8 {
+        if self.low_priority() {
+            return self.classes - 1;
+        }
+        self.unsched_level(size).min(self.classes - 1)
+    }
+    /// Class of the scheduled packets of the message ranked `rank` (0 = fewest remaining
+    /// bytes) among `n` messages being granted.
+    pub fn sched_prio(&self, rank: usize, n: usize) -> u8 {
+        let s = self.sched_prios as usize;
+        let off = (rank + s.saturating_sub(n)).min(s - 1) as u8;
+        let base = if self.low_priority() {
+            // Just above the lowest class, which holds the unscheduled packets.
+            (self.classes - 1).saturating_sub(self.sched_prios)
+        } else {
+            self.unsched_prios
+        };
+        (base + off).min(self.classes - 1)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// State
+// ------------------------------------------------------------------------------------------
+
+/// A packet the sender was asked to send again (RESEND or its own timeout).
+#[derive(Clone, Copy, Debug)]
+struct Resend {
+    idx: u64,
+    prio: u8,
+    sender_timeout: bool,
+}
+
+/// Sender side of one message.
+#[derive(Debug)]
+struct SendMsg {
+    dst: NodeId,
+    size: u64,
+    start: Time,
+    npk: u64,
+    u_pkts: u64,
+    next_new: u64,
+    /// Grant offset (bytes) the sender may have charged.
+    granted: u64,
+    /// Bytes charged against grants: new packets and Aeolus retransmissions.
+    charged: u64,
+    sched_prio: u8,
+    unsched_prio: u8,
+    resend: VecDeque<Resend>,
+    aeolus: Option<AeolusSender>,
+    got_grant: bool,
+    /// Heard anything from the receiver about this message.
+    heard: bool,
+    /// Last transmission of a packet of this message.
+    last_sent: Time,
+    timer: TimerSlot,
+}
+
+#[derive(Debug)]
+enum Snd {
+    Unknown,
+    Active(Box<SendMsg>),
+    Done,
+}
+
+/// Receiver side of one message.
+#[derive(Debug)]
+struct RecvMsg {
+    src: NodeId,
+    size: u64,
+    start: Time,
+    npk: u64,
+    got: Vec<u64>,
+    got_pkts: u64,
+    received: u64,
+    granted: u64,
+    /// Aeolus: bytes of unscheduled packets declared lost.
+    lost_bytes: u64,
+    aeolus: Option<AeolusReceiver>,
+    last_progress: Time,
+    timer: TimerSlot,
+    sched_prio: u8,
+    unsched_prio: u8,
+}
+
+impl RecvMsg {
+    fn cap(&self) -> u64 {
+        self.size + self.lost_bytes
+    }
+    fn has(&self, i: u64) -> bool {
+        self.got.get((i / 64) as usize).is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+    fn needs_grant(&self) -> bool {
+        self.granted < self.cap()
+    }
+}
+
+#[derive(Debug)]
+enum Rcv {
+    Unknown,
+    Active(Box<RecvMsg>),
+    Done,
+}
+
+#[derive(Debug, Default)]
+struct HostState {
+    nic_busy: bool,
+    /// Messages this host sends (not yet ACKed).
+    sending: Vec<FlowId>,
+    /// Messages this host receives (not yet complete).
+    receiving: Vec<FlowId>,
+}
+
+/// What one packet transmission is.
+#[derive(Clone, Copy, Debug)]
+struct Tx {
+    idx: u64,
+    prio: u8,
+    unscheduled: bool,
+    retx: bool,
+    sender_timeout: bool,
+}
+
+/// Homa (optionally with Aeolus) for every host of a run.
+pub struct Homa {
+    p: HomaParams,
+    hosts: Vec<HostState>,
+    snd: Vec<Snd>,
+    rcv: Vec<Rcv>,
+    stats: Vec<FlowStats>,
+    scratch: Vec<(u64, Time, FlowId)>,
+    lost_scratch: Vec<u32>,
+}
+
+impl Homa {
+    pub fn from_config(cfg: &serde_json::Value, net: &NetInfo) -> Result<Homa, HomaConfigError> {
+        Ok(Homa::new(HomaConfig::parse(cfg)?.resolve(net)?, net.num_nodes))
+    }
+
+    pub fn new(p: HomaParams, num_nodes: usize) -> Homa {
+        Homa {
+            p,
+            hosts: (0..num_nodes).map(|_| HostState::default()).collect(),
+            snd: Vec::new(),
+            rcv: Vec::new(),
+            stats: Vec::new(),
+            scratch: Vec::new(),
+            lost_scratch: Vec::new(),
+        }
+    }
+
+    pub fn params(&self) -> &HomaParams {
+        &self.p
+    }
+
+    /// Aeolus sender state of `flow` (while the sender holds the message).
+    pub fn aeolus_sender(&self, flow: FlowId) -> Option<&AeolusSender> {
+        match self.snd.get(flow as usize) {
+            Some(Snd::Active(s)) => s.aeolus.as_ref(),
+            _ => None,
+        }
+    }
+    /// Grant offset the receiver of `flow` has sent (while the message is incomplete).
+    pub fn receiver_granted(&self, flow: FlowId) -> Option<u64> {
+        match self.rcv.get(flow as usize) {
+            Some(Rcv::Active(r)) => Some(r.granted),
+            _ => None,
+        }
+    }
+    /// Whether the sender of `flow` has been told the message is complete.
+    pub fn sender_done(&self, flow: FlowId) -> bool {
+        matches!(self.snd.get(flow as usize), Some(Snd::Done))
+    }
+
+    fn grow(&mut self, n: usize) {
+        if self.snd.len() < n {
+            self.snd.resize_with(n, || Snd::Unknown);
+            self.rcv.resize_with(n, || Rcv::Unknown);
+            self.stats.resize(n, FlowStats::default());
+        }
+    }
+
+    fn host(&mut self, h: NodeId) -> &mut HostState {
+        let h = h as usize;
+        if self.hosts.len() <= h {
+            self.hosts.resize_with(h + 1, HostState::default);
+        }
+        &mut self.hosts[h]
+    }
+
+    fn emit(&mut self, ctx: &mut Ctx, p: Packet) {
+        self.host(ctx.host).nic_busy = true;
+        ctx.out.send(p);
+    }
+
+    fn ctrl(&self, kind: u8, flow: FlowId, dst: NodeId) -> Packet {
+        Packet { dst, flow, size: self.p.ctrl_size as u32, prio: 0, kind, ..Packet::default() }
+    }
+
+    // ------------------------------------------------------------------ sender side
+
+    /// Whether message `m` has a packet it may send now.
+    fn can_send(m: &SendMsg) -> bool {
+        if !m.resend.is_empty() {
+            return true;
+        }
+        let credit = m.charged < m.granted;
+        if let Some(a) = &m.aeolus {
+            if credit && a.has_lost() {
+                return true;
+            }
+        }
+        if m.next_new < m.npk {
+            let unsched = match &m.aeolus {
+                Some(a) => a.may_send_unscheduled(m.next_new),
+                None => m.next_new < m.u_pkts,
+            };
+            if unsched || credit {
+                return true;
+            }
+            return false;
+        }
+        credit && m.aeolus.as_ref().is_some_and(|a| a.has_unacked())
+    }
+
+    /// Pick the next transmission of message `m` (Aeolus §III-C order for credited packets).
+    fn take(m: &mut SendMsg, p: &HomaParams) -> Option<Tx> {
+        if let Some(r) = m.resend.pop_front() {
+            return Some(Tx {
+                idx: r.idx,
+                prio: r.prio,
+                unscheduled: false,
+                retx: true,
+                sender_timeout: r.sender_timeout,
+            });
+        }
+        let credit = m.charged < m.granted;
+        let mss = p.mss;
+        let pay = |idx: u64| (m.size - (idx * mss).min(m.size)).min(mss);
+        if credit {
+            if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_lost()) {
+                m.charged += pay(i);
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+            }
+        }
+        if m.next_new < m.npk {
+            let i = m.next_new;
+            let unsched = match &m.aeolus {
+                Some(a) => a.may_send_unscheduled(i),
+                None => i < m.u_pkts,
+            };
+            if unsched || credit {
+                m.next_new += 1;
+                m.charged += pay(i);
+                if unsched {
+                    if let Some(a) = m.aeolus.as_mut() {
+                        a.on_sent(i);
+                    }
+                    return Some(Tx {
+                        idx: i,
+                        prio: m.unsched_prio,
+                        unscheduled: true,
+                        retx: false,
+                        sender_timeout: false,
+                    });
+                }
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: false, sender_timeout: false });
+            }
+            return None;
+        }
+        if credit {
+            if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_unacked()) {
+                m.charged += pay(i);
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+            }
+        }
+        None
+    }
+
+    /// If the NIC of `ctx.host` is idle, send one data packet of the best message (SRPT).
+    fn try_send(&mut self, ctx: &mut Ctx) {
+        let h = ctx.host;
+        if self.host(h).nic_busy {
+            return;
+        }
+        let mut best: Option<(u64, Time, FlowId)> = None;
+        for &f in &self.hosts[h as usize].sending {
+            if let Snd::Active(m) = &self.snd[f as usize] {
+                if Self::can_send(m) {
+                    let key = (m.size - (m.next_new * self.p.mss).min(m.size), m.start, f);
+                    if best.is_none_or(|b| key < b) {
+                        best = Some(key);
+                    }
+                }
+            }
+        }
+        let Some((_, _, f)) = best else { return };
+        let now = ctx.now;
+        let p = &self.p;
+        let Snd::Active(m) = &mut self.snd[f as usize] else { return };
+        let Some(tx) = Self::take(m, p) else { return };
+        m.last_sent = now;
+        let payload = (m.size - (tx.idx * p.mss).min(m.size)).min(p.mss);
+        let mut flags = PacketFlags(PacketFlags::DATA);
+        if tx.unscheduled {
+            flags.set(aeolus::UNSCHEDULED_FLAGS);
+        }
+        let mut aux2 = 0;
+        if tx.retx {
+            aux2 |= DATA_RETX;
+            self.stats[f as usize].retx_bytes += payload;
+        }
+        if tx.sender_timeout {
+            aux2 |= DATA_SENDER_TIMEOUT;
+        }
+        let pkt = Packet {
+            dst: m.dst,
+            flow: f,
+            size: (payload + p.header) as u32,
+            payload: payload as u32,
+            prio: tx.prio,
+            flags,
+            kind: KIND_DATA,
+            seq: tx.idx * p.mss,
+            ack: m.size,
+            ts: now,
+            aux2,
+            ..Packet::default()
+        };
+        let probe = if tx.unscheduled {
+            let w = aeolus::Wire { mss: p.mss, ctrl_size: p.ctrl_size };
+            m.aeolus
+                .as_mut()
+                .and_then(|a| a.probe_due())
+                .map(|last| aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, m.unsched_prio))
+        } else {
+            None
+        };
+        self.emit(ctx, pkt);
+        if let Some(pr) = probe {
+            self.emit(ctx, pr);
+        }
+    }
+
+    /// Arm (lazily) the sender's nothing-heard timer of `f`.
+    fn arm_sender_timer(&mut self, ctx: &mut Ctx, f: FlowId) {
+        let t = self.p.sender_timeout;
+        let Some(Snd::Active(m)) = self.snd.get_mut(f as usize) else { return };
+        if m.heard || m.timer.is_armed() {
+            return;
+        }
+        let at = m.last_sent.max(ctx.now) + t;
+        let g = m.timer.arm(at);
+        ctx.out.timer(at, token(f, TIMER_SEND, g));
+    }
+
+    fn on_sender_timer(&mut self, ctx: &mut Ctx, f: FlowId, gen: u32) {
+        let t = self.p.sender_timeout;
+        let Some(Snd::Active(m)) = self.snd.get_mut(f as usize) else { return };
+        if !m.timer.fire(gen) || m.heard {
+            return;
+        }
+        let due = m.last_sent + t;
+        if ctx.now < due {
+            let g = m.timer.arm(due);
+            ctx.out.timer(due, token(f, TIMER_SEND, g));
+            return;
+        }
+        // Nothing heard about this message: the receiver may not know it. Resend its first
+        // packet (a RESEND-like query carrying the length).
+        if m.resend.iter().all(|r| !r.sender_timeout) {
+            m.resend.push_back(Resend { idx: 0, prio: m.unsched_prio, sender_timeout: true });
+        }
+        m.last_sent = ctx.now;
+        let at = ctx.now + t;
+        let g = m.timer.arm(at);
+        ctx.out.timer(at, token(f, TIMER_SEND, g));
+        self.try_send(ctx);
+    }
+
+    fn sender_msg(&mut self, f: FlowId) -> Option<&mut SendMsg> {
+        match self.snd.get_mut(f as usize) {
+            Some(Snd::Active(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    fn on_grant(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let (p_mss, ctrl) = (self.p.mss, self.p.ctrl_size);
+        let f = pkt.flow;
+        let Some(m) = self.sender_msg(f) else { return };
+        m.heard = true;
+        m.granted = m.granted.max(pkt.seq);
+        m.sched_prio = pkt.rank as u8;
+        let mut probe = None;
+        if !m.got_grant {
+            m.got_grant = true;
+            if let Some(a) = m.aeolus.as_mut() {
+                a.exit_precredit();
+                let w = aeolus::Wire { mss: p_mss, ctrl_size: ctrl };
+                probe = a
+                    .probe_due()
+                    .map(|last| aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, m.unsched_prio));
+            }
+        }
+        if let Some(pr) = probe {
+            self.emit(ctx, pr);
+        }
+        self.try_send(ctx);
+    }
+
+    fn on_resend(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let mss = self.p.mss;
+        let f = pkt.flow;
+        let Some(m) = self.sender_msg(f) else { return };
+        m.heard = true;
+        let first = pkt.seq / mss;
+        let asked_end = (pkt.seq + pkt.ack).div_ceil(mss);
+        // A RESEND also grants the range it asks for: a lost GRANT (or, with Aeolus, credit
+        // spent on a retransmission the receiver did not count) must not leave the receiver
+        // waiting for bytes the sender may not send. Unsent bytes of the range get credit
+        // beyond what is charged; without Aeolus this is the grant offset itself.
+        let unsent = (pkt.seq + pkt.ack).min(m.size).saturating_sub(m.next_new * mss);
+        m.granted = m.granted.max(pkt.seq + pkt.ack).max(m.charged + unsent);
+        let end = asked_end.min(m.next_new);
+        let mut queued = 0;
+        for idx in first..end {
+            if !m.resend.iter().any(|r| r.idx == idx) {
+                m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false });
+                queued += 1;
+            }
+        }
+        let busy = asked_end > m.next_new;
+        if queued > 0 {
+            self.stats[f as usize].timeouts += 1;
+        }
+        if busy {
+            // Part of the range was never sent: the sender is busy with shorter messages.
+            let b = self.ctrl(KIND_BUSY, f, pkt.src);
+            self.emit(ctx, b);
+        }
+        self.try_send(ctx);
+    }
+
+    /// BUSY at the sender (the receiver knows the message) or at the receiver (the sender
+    /// is alive but sending shorter messages first): either way, no timeout for now.
+    fn on_busy(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let f = pkt.flow as usize;
+        if ctx.flows.get(f).is_some_and(|i| i.src == ctx.host) {
+            if let Some(m) = self.sender_msg(pkt.flow) {
+                m.heard = true;
+            }
+        } else if let Some(Rcv::Active(r)) = self.rcv.get_mut(f) {
+            r.last_progress = ctx.now;
+        }
+    }
+
+    fn on_sender_ack(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let f = pkt.flow;
+        if let Some(st @ Snd::Active(_)) = self.snd.get_mut(f as usize) {
+            *st = Snd::Done;
+            self.host(ctx.host).sending.retain(|&x| x != f);
+        }
+    }
+
+    fn on_uack(&mut self, ctx: &mut Ctx, pkt: &Packet, probe: bool) {
+        let Some(m) = self.sender_msg(pkt.flow) else { return };
+        m.heard = true;
+        if let Some(a) = m.aeolus.as_mut() {
+            if probe {
+                a.on_probe_ack();
+            } else {
+                a.on_ack(pkt.aux);
+            }
+        }
+        self.try_send(ctx);
+    }
+
+    // ------------------------------------------------------------- receiver side
+
+    /// The receiver's state for `f`, created from a packet carrying the length `size`.
+    /// Returns false if the message is already complete.
+    fn admit(&mut self, ctx: &mut Ctx, f: FlowId, src: NodeId, size: u64) -> bool {
+        match self.rcv[f as usize] {
+            Rcv::Done => return false,
+            Rcv::Active(_) => return true,
+            Rcv::Unknown => {}
+        }
+        let now = ctx.now;
+        let start = ctx.flows.get(f as usize).map(|i| i.start).unwrap_or(now);
+        let npk = self.p.packets(size);
+        let mut r = RecvMsg {
+            src,
+            size,
+            start,
+            npk,
+            got: vec![0; npk.div_ceil(64) as usize],
+            got_pkts: 0,
+            received: 0,
+            granted: self.p.unsched_bytes(size),
+            lost_bytes: 0,
+            aeolus: self.p.aeolus.map(|_| AeolusReceiver::new()),
+            last_progress: now,
+            timer: TimerSlot::default(),
+            sched_prio: self.p.sched_prio(0, 1),
+            unsched_prio: self.p.unsched_prio(size),
+        };
+        let at = now + self.p.resend_timeout;
+        let g = r.timer.arm(at);
+        ctx.out.timer(at, token(f, TIMER_RECV, g));
+        self.rcv[f as usize] = Rcv::Active(Box::new(r));
+        self.host(ctx.host).receiving.push(f);
+        true
+    }
+
+    fn on_data(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let f = pkt.flow;
+        let known = matches!(self.rcv[f as usize], Rcv::Active(_));
+        if !self.admit(ctx, f, pkt.src, pkt.ack) {
+            // Complete already: the sender missed the ACK (or this is a late duplicate).
+            let a = self.ctrl(KIND_ACK, f, pkt.src);
+            self.emit(ctx, a);
+            return;
+        }
+        if pkt.aux2 & DATA_SENDER_TIMEOUT != 0 {
+            if known {
+                let b = self.ctrl(KIND_BUSY, f, pkt.src);
+                self.emit(ctx, b);
+            } else {
+                // The sender timeout was needed: the receiver did not know the message.
+                self.stats[f as usize].timeouts += 1;
+            }
+        }
+        let mss = self.p.mss;
+        let ctrl = self.p.ctrl_size;
+        let now = ctx.now;
+        let idx = pkt.seq / mss;
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        lost.clear();
+        let mut uack = None;
+        let Rcv::Active(r) = &mut self.rcv[f as usize] else { return };
+        if let Some(a) = r.aeolus.as_mut() {
+            if pkt.flags.has(PacketFlags::UNSCHEDULED) {
+                a.on_unscheduled(idx as u32, &mut lost);
+                uack =
+                    Some(aeolus::ack_packet(aeolus::Wire { mss, ctrl_size: ctrl }, KIND_UACK, r.src, f, idx as u32, 0));
+            }
+        }
+        for &i in &lost {
+            let pay = (r.size - (i as u64 * mss).min(r.size)).min(mss);
+            r.lost_bytes += pay;
+        }
+        let mut new = false;
+        if idx < r.npk && !r.has(idx) {
+            r.got[(idx / 64) as usize] |= 1u64 << (idx % 64);
+            r.got_pkts += 1;
+            r.received += pkt.payload as u64;
+            r.last_progress = now;
+            new = true;
+        }
+        let complete = r.got_pkts == r.npk;
+        let src = r.src;
+        self.lost_scratch = lost;
+        if let Some(u) = uack {
+            self.emit(ctx, u);
+        }
+        if complete {
+            self.rcv[f as usize] = Rcv::Done;
+            self.host(ctx.host).receiving.retain(|&x| x != f);
+            ctx.out.complete(f);
+            let a = self.ctrl(KIND_ACK, f, src);
+            self.emit(ctx, a);
+            self.grant(ctx);
+        } else if new || !self.lost_scratch.is_empty() {
+            self.grant(ctx);
+        }
+    }
+
+    fn on_probe(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let f = pkt.flow;
+        if !self.admit(ctx, f, pkt.src, pkt.ack) {
+            let a = self.ctrl(KIND_ACK, f, pkt.src);
+            self.emit(ctx, a);
+            return;
+        }
+        let (mss, ctrl) = (self.p.mss, self.p.ctrl_size);
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        lost.clear();
+        let Rcv::Active(r) = &mut self.rcv[f as usize] else { return };
+        r.last_progress = ctx.now;
+        let src = r.src;
+        if let Some(a) = r.aeolus.as_mut() {
+            a.on_probe(pkt.aux as u32, &mut lost);
+        }
+        for &i in &lost {
+            r.lost_bytes += (r.size - (i as u64 * mss).min(r.size)).min(mss);
+        }
+        self.lost_scratch = lost;
+        let ack = aeolus::ack_packet(aeolus::Wire { mss, ctrl_size: ctrl }, KIND_PROBE_ACK, src, f, pkt.aux as u32, 0);
+        self.emit(ctx, ack);
+        self.grant(ctx);
+    }
+
+    /// Homa's grant decision at the receiving host: SRPT over the messages that need
+    /// grants, top `overcommitment` of them, each kept `rtt_bytes` ahead of what arrived.
+    fn grant(&mut self, ctx: &mut Ctx) {
+        let h = ctx.host as usize;
+        let mut cand = std::mem::take(&mut self.scratch);
+        cand.clear();
+        for &f in &self.hosts[h].receiving {
+            if let Rcv::Active(r) = &self.rcv[f as usize] {
+                if r.needs_grant() {
+                    cand.push((r.size - r.received, r.start, f));
+                }
+            }
+        }
+        cand.sort_unstable();
+        let k = (self.p.overcommitment as usize).min(cand.len());
+        for (rank, &(_, _, f)) in cand[..k].iter().enumerate() {
+            let prio = self.p.sched_prio(rank, k);
+            let rtt = self.p.rtt_bytes;
+            let Rcv::Active(r) = &mut self.rcv[f as usize] else { continue };
+            let target = r.cap().min(r.received + r.lost_bytes + rtt);
+            r.sched_prio = prio;
+            if target > r.granted {
+                r.granted = target;
+                let src = r.src;
+                let mut g = self.ctrl(KIND_GRANT, f, src);
+                g.seq = target;
+                g.rank = prio as u32;
+                self.emit(ctx, g);
+            }
+        }
+        self.scratch = cand;
+    }
+
+    fn on_recv_timer(&mut self, ctx: &mut Ctx, f: FlowId, gen: u32) {
+        let t = self.p.resend_timeout;
+        let mss = self.p.mss;
+        let ctrl = self.p.ctrl_size;
+        let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) else { return };
+        if !r.timer.fire(gen) {
+            return;
+        }
+        let due = r.last_progress + t;
+        if ctx.now < due {
+            let g = r.timer.arm(due);
+            ctx.out.timer(due, token(f, TIMER_RECV, g));
+            return;
+        }
+        // No progress for resend_timeout: ask for every missing range below the grant.
+        // With Aeolus, an unscheduled packet declared lost is awaited only once the grant
+        // covers every retransmission (its credit was given); before that it waits for
+        // its credit, not for a RESEND.
+        let expected = r.size.min(r.granted).div_ceil(mss).min(r.npk);
+        let u_bytes = self.p.unsched_bytes(r.size);
+        let prio = if r.size > u_bytes { r.sched_prio } else { r.unsched_prio };
+        let credited = r.granted >= u_bytes + r.lost_bytes;
+        let missing = |r: &RecvMsg, i: u64| {
+            !r.has(i) && (credited || !r.aeolus.as_ref().is_some_and(|a| a.is_declared_lost(i as u32)))
+        };
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        while i < expected {
+            if !missing(r, i) {
+                i += 1;
+                continue;
+            }
+            let a = i;
+            while i < expected && missing(r, i) {
+                i += 1;
+            }
+            ranges.push((a, i));
+        }
+        let at = ctx.now + t;
+        let g = r.timer.arm(at);
+        ctx.out.timer(at, token(f, TIMER_RECV, g));
+        let (src, size) = (r.src, r.size);
+        if ranges.is_empty() {
+            return;
+        }
+        for (a, b) in ranges {
+            let first = a * mss;
+            let end = (b * mss).min(size);
+            let mut q =
+                Packet { dst: src, flow: f, size: ctrl as u32, prio: 0, kind: KIND_RESEND, ..Packet::default() };
+            q.seq = first;
+            q.ack = end - first;
+            q.rank = prio as u32;
+            self.emit(ctx, q);
+        }
+    }
+}
+
+impl Transport for Homa {
+    fn name(&self) -> &'static str {
+        "homa"
+    }
+
+    fn start_flow(&mut self, ctx: &mut Ctx, f: FlowId) {
+        self.grow(ctx.flows.len().max(f as usize + 1));
+        let info: &FlowInfo = &ctx.flows[f as usize];
+        let (dst, size, start) = (info.dst, info.size.0, info.start);
+        let p = &self.p;
+        let u_pkts = p.unsched_packets(size);
+        let m = SendMsg {
+            dst,
+            size,
+            start,
+            npk: p.packets(size),
+            u_pkts,
+            next_new: 0,
+            granted: p.unsched_bytes(size),
+            charged: 0,
+            sched_prio: p.sched_prio(0, 1),
+            unsched_prio: p.unsched_prio(size),
+            resend: VecDeque::new(),
+            aeolus: p.aeolus.map(|c| AeolusSender::new(u_pkts as u32, &c)),
+            got_grant: false,
+            heard: false,
+            last_sent: ctx.now,
+            timer: TimerSlot::default(),
+        };
+        self.snd[f as usize] = Snd::Active(Box::new(m));
+        self.host(ctx.host).sending.push(f);
+        self.try_send(ctx);
+        self.arm_sender_timer(ctx, f);
+    }
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.grow(ctx.flows.len().max(pkt.flow as usize + 1));
+        match pkt.kind {
+            KIND_DATA => self.on_data(ctx, pkt),
+            KIND_PROBE => self.on_probe(ctx, pkt),
+            KIND_GRANT => self.on_grant(ctx, pkt),
+            KIND_RESEND => self.on_resend(ctx, pkt),
+            KIND_ACK => self.on_sender_ack(ctx, pkt),
+            KIND_BUSY => self.on_busy(ctx, pkt),
+            KIND_UACK => self.on_uack(ctx, pkt, false),
+            KIND_PROBE_ACK => self.on_uack(ctx, pkt, true),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, tok: u64) {
+        let (f, kind, gen) = untoken(tok);
+        self.grow(f as usize + 1);
+        match kind {
+            TIMER_RECV => self.on_recv_timer(ctx, f, gen),
+            TIMER_SEND => self.on_sender_timer(ctx, f, gen),
+            _ => {}
+        }
+    }
+
+    fn on_nic_idle(&mut self, ctx: &mut Ctx) {
+        self.host(ctx.host).nic_busy = false;
+        self.try_send(ctx);
+    }
+
+    fn wants_nic_idle(&self) -> bool {
+        true
+    }
+
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.stats.get(flow as usize).copied().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketArena;
+    use crate::queue::selective::{SelectiveDrop, SelectiveDropConfig, DROP_SELECTIVE};
+    use crate::queue::{PortEffects, QueueDisc};
+    use crate::transport::Actions;
+    use crate::units::Rate;
+    use serde_json::json;
+
+    const MSS: u64 = 1460;
+    /// Base RTT of a one-switch path at 10 Gbps with 1 us links.
+    const RTT_PS: u64 = 6_502_400;
+
+    fn net() -> NetInfo {
+        NetInfo {
+            mtu: Bytes(1500),
+            header: Bytes(40),
+            ctrl_size: Bytes(64),
+            num_nodes: 8,
+            max_base_rtt: Time(RTT_PS),
+            max_host_rate: Rate::gbps(10),
+            priorities: 8,
+            size_cdf: None,
+        }
+    }
+
+    fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
+        spec.iter()
+            .enumerate()
+            .map(|(i, &(src, dst, size))| FlowInfo {
+                id: i as FlowId,
+                src,
+                dst,
+                size: Bytes(size),
+                start: Time::ZERO,
+                base_rtt: Time(RTT_PS),
+                path_rate: Rate::gbps(10),
+                host_rate: Rate::gbps(10),
+                deadline: None,
+                background: false,
+            })
+            .collect()
+    }
+
+    fn homa(cfg: serde_json::Value) -> Homa {
+        Homa::from_config(&cfg, &net()).unwrap()
+    }
+
+    fn call(host: NodeId, now: Time, fl: &[FlowInfo], f: impl FnOnce(&mut Ctx)) -> Actions {
+        let mut out = Actions::new();
+        f(&mut Ctx { now, host, flows: fl, out: &mut out });
+        out
+    }
+
+    fn kinds(a: &Actions, kind: u8) -> Vec<Packet> {
+        a.sends.iter().filter(|p| p.kind == kind).copied().collect()
+    }
+
+    /// A data packet of flow `f` (index `idx`) as the sender would send it, addressed to `dst`.
+    fn data(f: &FlowInfo, idx: u64, unscheduled: bool) -> Packet {
+        let payload = (f.size.0 - idx * MSS).min(MSS);
+        let mut flags = PacketFlags(PacketFlags::DATA);
+        if unscheduled {
+            flags.set(PacketFlags::UNSCHEDULED);
+        }
+        Packet {
+            src: f.src,
+            dst: f.dst,
+            flow: f.id,
+            size: (payload + 40) as u32,
+            payload: payload as u32,
+            flags,
+            kind: KIND_DATA,
+            seq: idx * MSS,
+            ack: f.size.0,
+            ..Packet::default()
+        }
+    }
+
+    /// The sender's data packets when its NIC goes idle `n` times from `t`.
+    fn drain(h: &mut Homa, fl: &[FlowInfo], host: NodeId, t: Time, n: usize) -> Vec<Packet> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let a = call(host, t, fl, |c| h.on_nic_idle(c));
+            out.extend(a.sends.iter().copied());
+        }
+        out
+    }
+
+    #[test]
+    fn defaults_follow_the_network() {
+        let h = homa(serde_json::Value::Null);
+        let p = h.params();
+        // One BDP: 10 Gbps x 6.5024 us = 8128 B -> 6 unscheduled packets.
+        assert_eq!(p.rtt_bytes, 8128);
+        assert_eq!(p.unsched_packets(1_000_000), 6);
+        assert_eq!(p.unsched_bytes(3000), 3000);
+        // Without a CDF: 2 unscheduled levels, 6 scheduled, overcommitment 6.
+        assert_eq!((p.unsched_prios, p.sched_prios, p.overcommitment), (2, 6, 6));
+        assert_eq!(p.cutoffs, vec![4064]);
+        assert_eq!(p.resend_timeout, Time::ms(1));
+        assert_eq!(p.sender_timeout, Time::ms(2));
+        assert!(p.aeolus.is_none());
+    }
+
+    #[test]
+    fn unscheduled_cutoffs_split_unscheduled_bytes_evenly() {
+        // Step CDF: 60% of messages 1 KB, 20% 3 KB, 6% 20 KB, 14% 1 MB; rtt_bytes 10 KB.
+        // Unscheduled bytes per message: 1000, 3000, 10000, 10000 -> per-message-average
+        // contributions 600, 600, 600, 1400 (total 3200). Four levels: each should carry
+        // 800; the cumulative sums 600, 1200, 1800, 3200 first reach 800, 1600, 2400 at
+        // 3 KB, 20 KB and 1 MB.
+        let cdf = vec![(1000u64, 0.6), (3000, 0.8), (20_000, 0.86), (1_000_000, 1.0)];
+        assert_eq!(unsched_cutoffs(&cdf, 10_000, 4), vec![3000, 20_000, 1_000_000]);
+        assert_eq!(unsched_cutoffs(&cdf, 10_000, 2), vec![20_000]);
+        assert_eq!(unsched_cutoffs(&cdf, 10_000, 1), Vec::<u64>::new());
+        // Fraction of bytes unscheduled: 3200 / (600 + 600 + 1200 + 140000).
+        let f = unsched_byte_fraction(&cdf, 10_000);
+        assert!((f - 3200.0 / 142_400.0).abs() < 1e-12);
+        // Through the configuration: with 8 classes, round(8 x 0.0225) = 0 -> at least 1
+        // unscheduled level, 7 scheduled, overcommitment 7; no cutoffs.
+        let mut n = net();
+        n.size_cdf = Some(cdf.clone());
+        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000})).unwrap().resolve(&n).unwrap();
+        assert_eq!((p.unsched_prios, p.sched_prios, p.overcommitment, p.from_cdf), (1, 7, 7, true));
+        // Four unscheduled levels asked for: the cutoffs above, and each message's class.
+        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000, "unsched_prios": 4})).unwrap().resolve(&n).unwrap();
+        assert_eq!(p.cutoffs, vec![3000, 20_000, 1_000_000]);
+        assert_eq!(p.sched_prios, 4);
+        let classes: Vec<u8> =
+            [1, 1000, 3000, 3001, 20_000, 50_000, 1_000_000, 5_000_000].iter().map(|&s| p.unsched_prio(s)).collect();
+        assert_eq!(classes, vec![0, 0, 0, 1, 1, 2, 2, 3]);
+        // A workload whose bytes are mostly unscheduled gets most levels for them: 75% of
+        // messages 1 KB, 25% 2 KB (all unscheduled) -> f = 1 -> 7 unscheduled levels.
+        n.size_cdf = Some(vec![(1000, 0.75), (2000, 1.0)]);
+        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000})).unwrap().resolve(&n).unwrap();
+        assert_eq!((p.unsched_prios, p.sched_prios), (7, 1));
+    }
+
+    #[test]
+    fn scheduled_classes_by_rank_use_the_lowest_levels_first() {
+        let p = homa(json!({"unsched_prios": 2})).params().clone();
+        // Scheduled levels are classes 2..=7. One granted message: the lowest (7).
+        assert_eq!(p.sched_prio(0, 1), 7);
+        // Three: 5, 6, 7 with the shortest on 5.
+        assert_eq!((p.sched_prio(0, 3), p.sched_prio(1, 3), p.sched_prio(2, 3)), (5, 6, 7));
+        // More messages than levels share the lowest.
+        assert_eq!((p.sched_prio(0, 8), p.sched_prio(5, 8), p.sched_prio(7, 8)), (2, 7, 7));
+    }
+
+    /// Three messages to host 3 of 50, 35 and 20 packets (flows 0, 1, 2) announce
+    /// themselves longest first. Afterwards one more packet of each arrives; the receiver
+    /// grants (keeps `rtt_bytes` ahead) only the `overcommitment` messages with the fewest
+    /// remaining bytes, the shortest on the highest scheduled class of the lowest levels in
+    /// use. With overcommitment 1, completing the shortest hands the grants to the next
+    /// shortest (35 packets), not to the older 50-packet message.
+    #[test]
+    fn grants_go_to_the_fewest_remaining_bytes_first() {
+        let fl = flows(&[(0, 3, 50 * MSS), (1, 3, 35 * MSS), (2, 3, 20 * MSS)]);
+        for (k, expect) in [(1usize, vec![(2u32, 7u32)]), (2, vec![(1, 7), (2, 6)]), (3, vec![(0, 7), (1, 6), (2, 5)])]
+        {
+            let mut h = homa(json!({"overcommitment": k, "unsched_prios": 2}));
+            // Announcements: each newcomer is the shortest so far and is granted at once.
+            for f in &fl {
+                let a = call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(f, 0, true)));
+                let g = kinds(&a, KIND_GRANT);
+                assert_eq!(g.len(), 1, "k = {k}: flow {} announced", f.id);
+                assert_eq!((g[0].flow, g[0].seq), (f.id, MSS + 8128));
+            }
+            // One more packet of each: grants only for the k shortest, by rank.
+            let mut got = Vec::new();
+            for f in &fl {
+                let a = call(3, Time::us(6), &fl, |c| h.on_packet(c, &data(f, 1, true)));
+                for g in kinds(&a, KIND_GRANT) {
+                    assert_eq!(g.seq, 2 * MSS + 8128);
+                    got.push((g.flow, g.rank));
+                }
+            }
+            assert_eq!(got, expect, "overcommitment {k}");
+        }
+        // Hand-over on completion with overcommitment 1.
+        let mut h = homa(json!({"overcommitment": 1}));
+        for f in &fl {
+            call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(f, 0, true)));
+        }
+        let mut t = Time::us(10);
+        for i in 1..20 {
+            t += Time::ns(1200);
+            let a = call(3, t, &fl, |c| h.on_packet(c, &data(&fl[2], i, i < 6)));
+            let g = kinds(&a, KIND_GRANT);
+            if i < 19 {
+                assert!(g.iter().all(|g| g.flow == 2), "only the shortest is granted");
+            } else {
+                assert_eq!(a.completions, vec![2]);
+            }
+        }
+        // Now flow 1 (35 packets) holds the grants, not the older 50-packet flow 0 (whose
+        // offsets are both still at their announcement grant).
+        let a = call(3, t, &fl, |c| h.on_packet(c, &data(&fl[0], 1, true)));
+        assert!(kinds(&a, KIND_GRANT).is_empty());
+        let a = call(3, t, &fl, |c| h.on_packet(c, &data(&fl[1], 1, true)));
+        let g = kinds(&a, KIND_GRANT);
+        assert_eq!((g.len(), g[0].flow, g[0].seq), (1, 1, 2 * MSS + 8128), "35 packets before 50");
+    }
+
+    #[test]
+    fn sender_sends_unscheduled_at_once_then_only_what_is_granted() {
+        let fl = flows(&[(0, 1, 20 * MSS)]);
+        let mut h = homa(json!({"unsched_prios": 2}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = kinds(&a, KIND_DATA);
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(100), 10));
+        // Six unscheduled packets (rtt_bytes 8128 B), class of a 29.2 KB message: level 1.
+        assert_eq!(sent.len(), 6);
+        assert!(sent.iter().all(|p| p.flags.has(PacketFlags::UNSCHEDULED) && p.prio == 1 && p.ack == 20 * MSS));
+        // A grant to offset 8 packets: two scheduled packets in the grant's class.
+        let g = Packet { src: 1, dst: 0, flow: 0, kind: KIND_GRANT, seq: 7 * MSS + 1, rank: 6, ..Packet::default() };
+        let a = call(0, Time::us(7), &fl, |c| h.on_packet(c, &g));
+        let mut s = kinds(&a, KIND_DATA);
+        s.extend(drain(&mut h, &fl, 0, Time::us(8), 5));
+        assert_eq!(s.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![6, 7]);
+        assert!(s.iter().all(|p| !p.flags.has(PacketFlags::UNSCHEDULED) && p.prio == 6));
+    }
+
+    /// A fully unscheduled 3-packet message loses its middle packet. After `resend_timeout`
+    /// without progress the receiver sends a RESEND for exactly that packet; the sender
+    /// (which kept the message) retransmits it; the message completes and is ACKed.
+    #[test]
+    fn resend_after_timeout_triggers_the_retransmission() {
+        let fl = flows(&[(0, 1, 3 * MSS)]);
+        let mut h = homa(json!({"resend_timeout": "100us"}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        assert_eq!(a.timers.len(), 1, "sender timer");
+        assert_eq!(a.timers[0].0, Time::us(200), "sender_timeout = 2 x resend_timeout");
+        let mut sent = kinds(&a, KIND_DATA);
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 3));
+        assert_eq!(sent.len(), 3);
+        let a0 = call(1, Time::us(5), &fl, |c| h.on_packet(c, &data(&fl[0], 0, true)));
+        let (at, tok) = a0.timers[0];
+        assert_eq!(at, Time::us(105));
+        let a2 = call(1, Time::us(6), &fl, |c| h.on_packet(c, &data(&fl[0], 2, true)));
+        assert!(a2.sends.is_empty() && a2.completions.is_empty());
+        // At 105 us the last progress was at 6 us: re-armed for 106 us, nothing sent.
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        assert!(a.sends.is_empty());
+        let (at, tok) = a.timers[0];
+        assert_eq!(at, Time::us(106));
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        let r = kinds(&a, KIND_RESEND);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].seq, r[0].ack, r[0].dst), (MSS, MSS, 0));
+        // The sender retransmits packet 1 at once (no grant needed).
+        let mut rs = r[0];
+        rs.src = 1;
+        let a = call(0, Time::us(110), &fl, |c| h.on_nic_idle(c));
+        assert!(a.sends.is_empty(), "nothing to send before the RESEND");
+        let a = call(0, Time::us(110), &fl, |c| h.on_packet(c, &rs));
+        let d = kinds(&a, KIND_DATA);
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].seq, d[0].aux2 & DATA_RETX), (MSS, DATA_RETX));
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1 });
+        // It arrives: complete, ACK to the sender, which forgets the message.
+        let a = call(1, Time::us(115), &fl, |c| h.on_packet(c, &d[0]));
+        assert_eq!(a.completions, vec![0]);
+        let ack = kinds(&a, KIND_ACK);
+        call(0, Time::us(120), &fl, |c| h.on_packet(c, &ack[0]));
+        assert!(h.sender_done(0));
+        // A late sender timer does nothing.
+        let a = call(0, Time::us(200), &fl, |c| h.on_timer(c, token(0, TIMER_SEND, 1)));
+        assert!(a.sends.is_empty());
+    }
+
+    /// All packets of a message are lost: the receiver never hears of it, the sender's own
+    /// timeout resends the first packet, which introduces the message (a counted timeout);
+    /// the receiver then asks for the rest by RESEND. A second sender-timeout packet for a
+    /// message the receiver knows is answered BUSY and not counted.
+    #[test]
+    fn sender_timeout_reintroduces_a_message_the_receiver_never_saw() {
+        let fl = flows(&[(0, 1, 2 * MSS)]);
+        let mut h = homa(json!({"resend_timeout": "100us"}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let (at, tok) = a.timers[0];
+        drain(&mut h, &fl, 0, Time::ns(1200), 2);
+        let a = call(0, at, &fl, |c| h.on_timer(c, tok));
+        // The timer was armed at 0 + 200 us but the last packet left at 1.2 us: re-armed.
+        assert!(a.sends.is_empty());
+        let (at, tok) = a.timers[0];
+        let a = call(0, at, &fl, |c| h.on_timer(c, tok));
+        let d = kinds(&a, KIND_DATA);
+        assert_eq!((d.len(), d[0].seq, d[0].aux2), (1, 0, DATA_RETX | DATA_SENDER_TIMEOUT));
+        let a = call(1, at + Time::us(5), &fl, |c| h.on_packet(c, &d[0]));
+        assert!(kinds(&a, KIND_BUSY).is_empty());
+        assert_eq!(h.flow_stats(0).timeouts, 1);
+        let again = call(1, at + Time::us(6), &fl, |c| h.on_packet(c, &d[0]));
+        assert_eq!(kinds(&again, KIND_BUSY).len(), 1);
+        assert_eq!(h.flow_stats(0).timeouts, 1, "a known message: not a timeout");
+    }
+
+    /// Homa + Aeolus, state machine: a 10-packet message sends its 6 unscheduled packets
+    /// and the probe right after the last one. Packets 2, 4 and 5 are dropped. The receiver
+    /// ACKs 0, 1, 3 and the probe, learns the three losses and grants them on top of
+    /// rtt_bytes. The sender, from the SACK of 3 and the probe ACK, resends 2, 4, 5 as
+    /// scheduled packets in the grant's class before any new data, each exactly once; no
+    /// timer is involved.
+    #[test]
+    fn aeolus_recovers_lost_unscheduled_packets_via_the_probe_without_timeout() {
+        let fl = flows(&[(0, 1, 10 * MSS)]);
+        let mut h = homa(json!({"aeolus": true, "unsched_prios": 2}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 6));
+        let seqs: Vec<(u8, u64)> = sent.iter().map(|p| (p.kind, p.seq / MSS)).collect();
+        assert_eq!(
+            seqs,
+            vec![(1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (KIND_PROBE, 5)],
+            "probe right after the last unscheduled packet"
+        );
+        let probe = sent[6];
+        assert!(!probe.flags.has(PacketFlags::UNSCHEDULED), "the probe is not selectively droppable");
+        assert_eq!((probe.prio, probe.size, probe.ack), (sent[5].prio, 64, 10 * MSS));
+        // Receiver: 0, 1, 3 arrive, then the probe.
+        let mut to_sender = Vec::new();
+        for i in [0u64, 1, 3] {
+            let a = call(1, Time::us(5 + i), &fl, |c| h.on_packet(c, &data(&fl[0], i, true)));
+            to_sender.extend(a.sends.iter().copied());
+        }
+        let mut pr = probe;
+        pr.src = 0;
+        let a = call(1, Time::us(9), &fl, |c| h.on_packet(c, &pr));
+        to_sender.extend(a.sends.iter().copied());
+        let k: Vec<u8> = to_sender.iter().map(|p| p.kind).collect();
+        // UACK 0, UACK 1, GRANT (on 1), UACK 3, GRANT (on 3), PROBE_ACK, GRANT (on probe).
+        assert_eq!(k.iter().filter(|&&x| x == KIND_UACK).count(), 3);
+        assert_eq!(k.iter().filter(|&&x| x == KIND_PROBE_ACK).count(), 1);
+        let last_grant = to_sender.iter().rev().find(|p| p.kind == KIND_GRANT).unwrap();
+        // received 3 packets + 3 lost + rtt_bytes, capped at size + lost = 13 packets.
+        assert_eq!(last_grant.seq, (6 * MSS + 8128).min(13 * MSS));
+        // Sender: the feedback arrives while its NIC is busy (so every decision sees all of
+        // it); the NIC then goes idle repeatedly.
+        h.hosts[0].nic_busy = true;
+        let mut out = Vec::new();
+        for p in &to_sender {
+            let mut p = *p;
+            p.src = 1;
+            let a = call(0, Time::us(12), &fl, |c| h.on_packet(c, &p));
+            out.extend(a.sends.iter().copied());
+        }
+        out.extend(drain(&mut h, &fl, 0, Time::us(13), 12));
+        let d: Vec<&Packet> = out.iter().filter(|p| p.kind == KIND_DATA).collect();
+        let order: Vec<u64> = d.iter().map(|p| p.seq / MSS).collect();
+        // Credit: grant 6 x 1460 + 8128 = 16888 B minus the 8760 B charged for the burst:
+        // six packets (the last one crosses the offset).
+        assert_eq!(order, vec![2, 4, 5, 6, 7, 8], "lost first, then new data");
+        assert!(d.iter().all(|p| !p.flags.has(PacketFlags::UNSCHEDULED) && p.prio == last_grant.rank as u8));
+        assert!(d[..3].iter().all(|p| p.aux2 & DATA_RETX != 0));
+        let s = h.aeolus_sender(0).unwrap();
+        assert_eq!((s.detected_lost(), s.resent()), (3, 3));
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 3 * MSS, timeouts: 0 });
+        // More grants never resend them again.
+        let g = Packet { src: 1, dst: 0, flow: 0, kind: KIND_GRANT, seq: 20 * MSS, rank: 7, ..Packet::default() };
+        h.hosts[0].nic_busy = true;
+        call(0, Time::us(20), &fl, |c| h.on_packet(c, &g));
+        let d: Vec<u64> = drain(&mut h, &fl, 0, Time::us(21), 5).iter().map(|p| p.seq / MSS).collect();
+        assert_eq!(d, vec![9], "only the last new packet");
+        assert_eq!(h.aeolus_sender(0).unwrap().resent(), 3);
+    }
+
+    /// Homa's own packets through a per-port selective-dropping switch port (Aeolus §VI):
+    /// Homa's unscheduled packets ride a higher class than its scheduled ones, so only the
+    /// port-wide occupancy protects the scheduled backlog. With 7.5 KB of scheduled data
+    /// waiting, an unscheduled Homa packet is dropped while a further scheduled one queues.
+    #[test]
+    fn homa_unscheduled_packet_dropped_above_threshold_scheduled_queued() {
+        let fl = flows(&[(0, 2, 40 * MSS), (1, 2, 2 * MSS)]);
+        let mut h = homa(json!({"aeolus": true, "unsched_prios": 2}));
+        // Flow 0 gets a big grant and sends scheduled packets (class from the grant).
+        call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        drain(&mut h, &fl, 0, Time::ns(100), 5);
+        let g = Packet { src: 2, dst: 0, flow: 0, kind: KIND_GRANT, seq: 20 * MSS, rank: 7, ..Packet::default() };
+        let mut sched = kinds(&call(0, Time::us(7), &fl, |c| h.on_packet(c, &g)), KIND_DATA);
+        sched.extend(drain(&mut h, &fl, 0, Time::us(8), 6).into_iter().filter(|p| p.kind == KIND_DATA));
+        assert_eq!(sched.len(), 6);
+        assert!(sched.iter().all(|p| !p.flags.has(PacketFlags::UNSCHEDULED) && p.prio == 7));
+        // Flow 1's first packet: unscheduled, class 0 (small message).
+        let a = call(1, Time::ZERO, &fl, |c| h.start_flow(c, 1));
+        let u = kinds(&a, KIND_DATA)[0];
+        assert!(u.flags.has(PacketFlags::UNSCHEDULED));
+        assert_eq!(u.prio, 0);
+        let cfg = SelectiveDropConfig { threshold: Bytes(6_000), per_port: true };
+        let mut q = SelectiveDrop::new(Bytes(200_000), 8, &cfg, &[], false);
+        let mut arena = PacketArena::new();
+        let mut fx = PortEffects::default();
+        for p in &sched[..5] {
+            let i = arena.alloc(*p);
+            q.enqueue(Time::ZERO, i, &mut arena, &mut fx);
+        }
+        assert!(fx.drops.is_empty());
+        let ui = arena.alloc(u);
+        q.enqueue(Time::ZERO, ui, &mut arena, &mut fx);
+        assert_eq!(fx.drops, vec![(ui, DROP_SELECTIVE)]);
+        let si = arena.alloc(sched[5]);
+        q.enqueue(Time::ZERO, si, &mut arena, &mut fx);
+        assert_eq!(fx.drops.len(), 1, "the scheduled packet is queued");
+        assert_eq!(q.bytes(), Bytes(6 * 1500));
+    }
+
+    #[test]
+    fn low_priority_mode_puts_unscheduled_packets_below_scheduled_ones() {
+        let h = homa(json!({"aeolus": true, "aeolus_mode": "low_priority", "unsched_prios": 2}));
+        let p = h.params();
+        assert_eq!(p.unsched_prio(100), 7);
+        assert_eq!(p.unsched_prio(10_000_000), 7);
+        // Six scheduled levels just above: classes 1..=6.
+        assert_eq!((p.sched_prio(0, 6), p.sched_prio(5, 6), p.sched_prio(0, 1)), (1, 6, 6));
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let cases = [
+            (json!({"rtt_bytes": 0}), "transport.rtt_bytes"),
+            (json!({"overcommitment": 0}), "transport.overcommitment"),
+            (json!({"unsched_prios": 0}), "transport.unsched_prios"),
+            (json!({"unsched_prios": 8}), "transport.unsched_prios"),
+            (json!({"unsched_prios": 4, "sched_prios": 5}), "transport.sched_prios"),
+            (json!({"unsched_prios": 3, "unsched_cutoffs": ["5KB"]}), "transport.unsched_cutoffs"),
+            (json!({"unsched_prios": 3, "unsched_cutoffs": ["5KB", "2KB"]}), "transport.unsched_cutoffs"),
+            (json!({"resend_timeout": 0}), "transport.resend_timeout"),
+            (json!({"resend_timeout": "soon"}), "transport.resend_timeout"),
+            (json!({"sender_timeout": 0}), "transport.sender_timeout"),
+            (json!({"aeolus_mode": "fancy"}), "transport.aeolus_mode"),
+            (json!({"aeolus": "yes"}), "transport.aeolus"),
+            (json!({"grants": 3}), "transport.grants"),
+        ];
+        for (cfg, field) in cases {
+            let e = Homa::from_config(&cfg, &net()).err().unwrap_or_else(|| panic!("{cfg} accepted"));
+            assert_eq!(e.field(), field, "{cfg}: {e}");
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let mut tiny = net();
+        tiny.mtu = Bytes(40);
+        assert_eq!(Homa::from_config(&serde_json::Value::Null, &tiny).err().unwrap().field(), "network.mtu");
+        let mut one = net();
+        one.priorities = 1;
+        let p = Homa::from_config(&serde_json::Value::Null, &one).unwrap().params().clone();
+        assert_eq!((p.unsched_prio(100), p.sched_prio(0, 3), p.sched_prio(2, 3)), (0, 0, 0));
+        let p = Homa::from_config(&json!({"unsched_prios": 3, "unsched_cutoffs": [1000, "5KB"]}), &net()).unwrap();
+        assert_eq!(p.params().cutoffs, vec![1000, 5000]);
+    }
+}

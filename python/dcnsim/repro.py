@@ -1,0 +1,420 @@
+"""Paper reproductions: a sweep plus a report, run by ``dcnsim repro FOLDER``.
+
+A reproduction folder (``repro/<name>/``) holds a ``README.md`` (the experiment in physical
+terms and the paper's numbers beside ours), the base scenario(s), and ``repro.toml``: a sweep
+file (see :mod:`dcnsim.sweep`: ``base``, ``[grid]``, ``[set]``, ``[variants.NAME]``) with
+three more tables::
+
+    title = "PPT Fig. 12/13: FCT on the 144-host leaf-spine"
+    [reduced]                      # what --reduced changes: a small variant for the tests
+    set = { "workload[0].flows" = 300, "topology.leaves" = 3 }
+    grid = { "workload[0].cdf" = ["websearch"] }   # replaces these grid keys' values
+    [report]
+    rows = "variant"               # run value that labels table rows (default "variant")
+    columns = ["avg_fct_us", "small_avg_fct_us", "small_p99_fct_us", "large_avg_fct_us"]
+    reference = "ppt"              # optional: add "reduction by <reference>" rows
+    plot = "bars"                  # "bars" (default) or "link_util" (time series)
+
+Every other grid key splits the table into blocks (one per combination of their values;
+a ``seed`` key is averaged over instead). Columns are summary keys (``docs/results.md``)
+or one of the derived link metrics in :data:`LINK_METRICS`, computed on the busiest
+sampled switch port of each run.
+
+Outputs in the output folder, next to the run folders: ``table.csv`` (one row per
+(block, row label) with every column), ``table.md`` (the same as Markdown, with the
+reduction rows) and ``plot.png``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from dcnsim.errors import ScenarioError
+from dcnsim.scenario import parse_text, set_field
+from dcnsim.sweep import SweepReport, _check_grid, _check_overrides, load_sweep, run_sweep
+
+REPRO_FILE = "repro.toml"
+REPORT_KEYS = {"rows", "columns", "reference", "plot", "lower_is_better"}
+LINK_METRICS = {
+    "util_mean": "mean utilization of the busiest sampled switch port",
+    "util_p10": "10th-percentile utilization of that port over the sampling intervals",
+    "util_below_40": "fraction of that port's sampling intervals below 40% utilization",
+    "util_busy": "mean utilization of that port over the sampling intervals during which some "
+    "flow to the port's peer was active the whole interval (the port had work waiting)",
+}
+LABELS = {
+    "avg_fct_us": "avg FCT (us)",
+    "small_avg_fct_us": "small avg FCT (us)",
+    "small_p99_fct_us": "small p99 FCT (us)",
+    "large_avg_fct_us": "large avg FCT (us)",
+    "slowdown_p99": "p99 slowdown",
+    "drops_total": "drops",
+    "timeouts_total": "timeouts",
+    "flows_with_timeout": "flows with a timeout",
+    "small_p50_fct_us": "small median FCT (us)",
+    "transfer_efficiency": "transfer efficiency",
+    "small_first_rtt_frac": "small flows done in 1st RTT",
+    "max_fct_us": "max FCT (us)",
+    "small_max_fct_us": "small max FCT (us)",
+    "slowdown_avg": "avg slowdown",
+    "drops_selective_drop": "selective drops",
+    "drops_buffer_overflow": "overflow drops",
+}
+
+
+@dataclass
+class Repro:
+    """A loaded reproduction: its sweep (reduced if asked) and its report settings."""
+
+    folder: Path
+    title: str
+    sweep: Any  # SweepSpec
+    rows: str = "variant"
+    columns: list[str] = field(default_factory=list)
+    reference: str | None = None
+    plot: str = "bars"
+    reduced: bool = False
+
+
+def load_repro(folder: str | os.PathLike[str], reduced: bool = False) -> Repro:
+    """Read ``FOLDER/repro.toml`` (raises :class:`ScenarioError` when malformed)."""
+    d = Path(folder)
+    path = d / REPRO_FILE
+    if not path.is_file():
+        raise ScenarioError(str(d), f"not a reproduction folder (no {REPRO_FILE})")
+    spec = load_sweep(path, extra_keys=("title", "reduced", "report"))
+    data = parse_text(path.read_text(encoding="utf-8"), "toml", str(path))
+    title = data.get("title", d.name)
+    if reduced:
+        red = data.get("reduced")
+        if not isinstance(red, dict):
+            raise ScenarioError("reduced", "missing: give [reduced] set = {...} for --reduced")
+        bad = sorted(set(red) - {"set", "grid"})
+        if bad:
+            raise ScenarioError(f"reduced.{bad[0]}", "unknown field (expected set, grid)")
+        for k, v in _check_overrides(red.get("set", {}), "reduced.set").items():
+            try:
+                set_field(spec.base, k, v)
+            except ScenarioError as e:
+                raise ScenarioError(f"reduced.set.{k}", e.message) from None
+        if "grid" in red:
+            for k, v in _check_grid(red["grid"]).items():
+                spec.grid[k] = v
+    rep = data.get("report", {})
+    if not isinstance(rep, dict):
+        raise ScenarioError("report", "must be a table")
+    bad = sorted(set(rep) - REPORT_KEYS)
+    if bad:
+        raise ScenarioError(f"report.{bad[0]}", f"unknown field (expected {sorted(REPORT_KEYS)})")
+    columns = rep.get("columns", ["avg_fct_us", "small_avg_fct_us", "small_p99_fct_us"])
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ScenarioError("report.columns", "must be a list of summary keys")
+    plot = rep.get("plot", "bars")
+    if plot not in ("bars", "link_util"):
+        raise ScenarioError("report.plot", 'must be "bars" or "link_util"')
+    reference = rep.get("reference")
+    if reference is not None and spec.variants and reference not in spec.variants:
+        raise ScenarioError("report.reference", f"no variant named {reference!r}")
+    return Repro(
+        folder=d,
+        title=str(title),
+        sweep=spec,
+        rows=str(rep.get("rows", "variant")),
+        columns=list(columns),
+        reference=reference,
+        plot=plot,
+        reduced=reduced,
+    )
+
+
+def _link_metrics(run_dir: Path) -> dict[str, float]:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    lp = run_dir / "link.parquet"
+    if not lp.is_file():
+        return {}
+    t = pq.read_table(lp).to_pydict()
+    ports = _switch_ports(run_dir)
+    port = np.asarray(t["port"])
+    util = np.asarray(t["utilization"], float)
+    tx = np.asarray(t["tx_bytes"], float)
+    keep = np.isin(port, list(ports)) if ports else np.ones(len(port), bool)
+    if not keep.any():
+        return {}
+    busiest = max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum())
+    u = util[port == busiest]
+    # Intervals before the first and after the last activity of that port are idle by
+    # construction (warm-up, drain); count the span in between.
+    nz = np.nonzero(u > 0)[0]
+    if len(nz):
+        u = u[nz[0] : nz[-1] + 1]
+    busy = _busy_mask(run_dir, busiest, np.asarray(t["t_us"], float)[port == busiest])
+    ub = util[port == busiest][busy] if busy is not None else np.array([])
+    return {
+        "util_busy": float(ub.mean()) if len(ub) else float("nan"),
+        "util_mean": float(u.mean()),
+        "util_p10": float(np.sort(u)[max(0, math.ceil(0.1 * len(u)) - 1)]),
+        "util_below_40": float((u < 0.4).mean()),
+        "util_port": float(busiest),
+    }
+
+
+def _busy_mask(run_dir: Path, port: int, t_end_us: Any) -> Any:
+    """Sampling intervals (ending at ``t_end_us``) fully inside a period during which at
+    least one flow to the port's peer had arrived and not finished."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    peer = None
+    with (run_dir / "ports.csv").open() as f:
+        for r in csv.DictReader(f):
+            if int(r["id"]) == port:
+                peer = int(r["peer"])
+    fp = run_dir / "flows.parquet"
+    if peer is None or not fp.is_file() or len(t_end_us) < 2:
+        return None
+    fl = pq.read_table(fp, columns=["dst", "start_us", "finish_us"]).to_pydict()
+    dst = np.asarray(fl["dst"])
+    start = np.asarray(fl["start_us"], float)[dst == peer]
+    fin = np.asarray(fl["finish_us"], float)[dst == peer]
+    fin = np.where(np.isnan(fin), np.inf, fin)
+    dt = float(t_end_us[1] - t_end_us[0])
+    # Union of [start, finish) intervals, then the samples whose interval lies inside one.
+    order = np.argsort(start)
+    spans: list[list[float]] = []
+    for a, b in zip(start[order], fin[order]):
+        if spans and a <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+    if not spans:
+        return np.zeros(len(t_end_us), bool)
+    sa = np.array([s[0] for s in spans])
+    sb = np.array([s[1] for s in spans])
+    t0 = t_end_us - dt
+    i = np.searchsorted(sa, t0, side="right") - 1
+    ok = i >= 0
+    return ok & (sb[np.maximum(i, 0)] >= t_end_us)
+
+
+def _switch_ports(run_dir: Path) -> set[int]:
+    p = run_dir / "ports.csv"
+    if not p.is_file():
+        return set()
+    with p.open() as f:
+        return {int(r["id"]) for r in csv.DictReader(f) if r["node_kind"] != "host"}
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 1:
+            return f"{v:.2f}"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
+    """One row per (block, row label): the mean over seeds of every report column."""
+    by_run = {r["run"]: r for r in report.rows}
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    block_keys = [k for k in rep.sweep.grid if k not in (rep.rows, "seed")]
+    if rep.rows != "variant" and rep.sweep.variants:
+        block_keys = ["variant", *block_keys]
+    for task in report.runs:
+        r = by_run.get(task.name)
+        if r is None:
+            continue
+        vals = dict(r)
+        if any(c in LINK_METRICS for c in rep.columns):
+            vals.update(_link_metrics(Path(task.out_dir)))
+        key = (*(task.values.get(k) for k in block_keys), task.values.get(rep.rows))
+        row = rows.setdefault(
+            key,
+            {**{k: task.values.get(k) for k in block_keys}, rep.rows: task.values.get(rep.rows)},
+        )
+        row.setdefault("_n", 0)
+        row["_n"] += 1
+        for c in rep.columns:
+            v = vals.get(c)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                row.setdefault("_sum_" + c, 0.0)
+                row["_sum_" + c] += float(v)
+    out = []
+    for row in rows.values():
+        n = row.pop("_n")
+        for c in rep.columns:
+            s = row.pop("_sum_" + c, None)
+            row[c] = None if s is None else s / n
+        row["runs"] = n
+        out.append(row)
+    return out
+
+
+def _blocks(rep: Repro, table: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    keys = [k for k in table[0] if k not in (rep.rows, "runs", *rep.columns)] if table else []
+    blocks: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in table:
+        blocks.setdefault(tuple((k, row[k]) for k in keys), []).append(row)
+    return blocks
+
+
+def table_markdown(rep: Repro, table: list[dict[str, Any]]) -> str:
+    """The table as Markdown; with a reference, rows 'PPT vs X' give 1 - ref / X in %."""
+    lines = [f"# {rep.title}{' (reduced)' if rep.reduced else ''}", ""]
+    for block, rows in _blocks(rep, table).items():
+        if block:
+            lines.append("## " + ", ".join(f"{k} = {v}" for k, v in block))
+            lines.append("")
+        head = [rep.rows, *(LABELS.get(c, c) for c in rep.columns)]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for r in rows:
+            lines.append(
+                "| " + " | ".join([str(r[rep.rows]), *(_fmt(r[c]) for c in rep.columns)]) + " |"
+            )
+        ref = next((r for r in rows if r[rep.rows] == rep.reference), None)
+        if ref is not None:
+            lines.append("")
+            lines.append(f"Reduction by {rep.reference} (1 - {rep.reference} / other):")
+            lines.append("")
+            lines.append("| vs | " + " | ".join(LABELS.get(c, c) for c in rep.columns) + " |")
+            lines.append("|" + "---|" * (len(rep.columns) + 1))
+            for r in rows:
+                if r is ref:
+                    continue
+                cells = []
+                for c in rep.columns:
+                    a, b = ref[c], r[c]
+                    cells.append("n/a" if not a or not b else f"{100 * (1 - a / b):+.1f}%")
+                lines.append(f"| {r[rep.rows]} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def table_csv(rep: Repro, table: list[dict[str, Any]]) -> str:
+    cols: list[str] = []
+    for r in table:
+        cols.extend(k for k in r if k not in cols)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in table:
+        w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+    return buf.getvalue()
+
+
+def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from dcnsim.results import atomic_write_bytes
+
+    if rep.plot == "link_util":
+        import pyarrow.parquet as pq
+
+        fig, ax = plt.subplots(figsize=(9, 4))
+        for task in report.runs:
+            d = Path(task.out_dir)
+            m = _link_metrics(d)
+            if not m or task.values.get("seed", None) not in (
+                None,
+                rep.sweep.grid.get("seed", [None])[0],
+            ):
+                continue
+            t = pq.read_table(d / "link.parquet").to_pydict()
+            sel = np.asarray(t["port"]) == int(m["util_port"])
+            ax.plot(
+                np.asarray(t["t_us"])[sel] / 1000,
+                np.asarray(t["utilization"])[sel],
+                label=task.name,
+                lw=1,
+            )
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("utilization of the bottleneck")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(rep.title, fontsize=9)
+    else:
+        blocks = _blocks(rep, table)
+        n = len(rep.columns)
+        fig, axes = plt.subplots(1, n, figsize=(3.2 * n + 1, 3.6), squeeze=False)
+        labels = [", ".join(str(v) for _, v in b) or "all" for b in blocks]
+        names: list[Any] = []
+        for rows in blocks.values():
+            names.extend(r[rep.rows] for r in rows if r[rep.rows] not in names)
+        width = 0.8 / max(1, len(names))
+        for ax, c in zip(axes[0], rep.columns):
+            for i, name in enumerate(names):
+                ys = []
+                for rows in blocks.values():
+                    r = next((r for r in rows if r[rep.rows] == name), None)
+                    ys.append(np.nan if r is None or r[c] is None else r[c])
+                ax.bar(np.arange(len(blocks)) + i * width, ys, width, label=str(name))
+            ax.set_xticks(np.arange(len(blocks)) + width * (len(names) - 1) / 2)
+            ax.set_xticklabels(labels, fontsize=7)
+            ax.set_title(LABELS.get(c, c), fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(rep.title + (" (reduced)" if rep.reduced else ""), fontsize=10)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+@dataclass
+class ReproResult:
+    repro: Repro
+    report: SweepReport
+    table: list[dict[str, Any]]
+    files: list[Path]
+
+
+def run_repro(
+    folder: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    reduced: bool = False,
+    workers: int | None = None,
+    force: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> ReproResult:
+    """Run a reproduction's sweep into ``out_dir`` and write its table and plot there."""
+    from dcnsim.results import atomic_write_bytes
+
+    rep = load_repro(folder, reduced=reduced)
+    report = run_sweep(rep.sweep, out_dir, workers=workers, force=force, log=log)
+    table = build_table(rep, report)
+    out = Path(out_dir)
+    files = [out / "table.csv", out / "table.md", out / "plot.png"]
+    atomic_write_bytes(files[0], table_csv(rep, table).encode())
+    atomic_write_bytes(files[1], table_markdown(rep, table).encode())
+    if table:
+        plot_repro(rep, table, report, files[2])
+    else:
+        files.pop()
+    return ReproResult(rep, report, table, files)
+
+
+def list_repros(root: str | os.PathLike[str] = "repro") -> Sequence[Path]:
+    return sorted(p.parent for p in Path(root).glob(f"*/{REPRO_FILE}"))
+
+
+__all__ = ["LINK_METRICS", "Repro", "ReproResult", "build_table", "load_repro", "run_repro"]
