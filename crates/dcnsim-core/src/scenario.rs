@@ -385,6 +385,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     }
     let mut trim = network.trim.clone();
     trim.header_size = network.ctrl_size;
+    trim.mtu = network.mtu;
     let mut credit = network.credit.clone();
     credit.credit_size = network.ctrl_size;
     credit.mtu = network.mtu;

@@ -7,7 +7,10 @@
 //!   sizes log-uniform in [1 KB, 1 MB] (size = 1000 x 1000^u), starts uniform over 2 ms.
 //!
 //! Prints a human-readable report and one machine-readable line per scenario:
-//! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=...`, then a
+//! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=... cpu_s=...
+//! packet_hops_per_cpu_s=...` (`cpu_s`: the CPU time of the run, including the small output
+//! assembly after the loop; on a busy machine it is the figure that does not count waiting for
+//! a core), then a
 //! `fingerprint` line: an FNV-1a hash of the flow table (finish times, sent and retransmitted
 //! bytes, timeouts) and of the port table (bytes sent, drops), so a change to the engine can
 //! be checked to leave results byte-identical.
@@ -63,6 +66,16 @@ fn flows(name: &str) -> Vec<FlowSpec> {
     }
 }
 
+/// CPU time this thread has run, in seconds (`/proc/thread-self/schedstat`, nanoseconds):
+/// on a shared machine the wall time includes waiting for a core, the CPU time does not.
+fn thread_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|t| t.parse::<f64>().ok()))
+        .map(|ns| ns / 1e9)
+        .unwrap_or(f64::NAN)
+}
+
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -89,7 +102,9 @@ fn run_one(name: &str) {
     let fl = flows(name);
     let nflows = fl.len();
     let sim = Sim::with_flows(&sc, fl);
+    let cpu0 = thread_cpu_s();
     let out = sim.run(&mut |_| true);
+    let cpu = thread_cpu_s() - cpu0;
     let c = &out.counters;
     let finished = out.flows.finish_ps.iter().filter(|&&f| f != u64::MAX).count();
     assert_eq!(finished, nflows, "every bench flow must finish");
@@ -103,10 +118,12 @@ fn run_one(name: &str) {
         c.drops
     );
     println!(
-        "bench {name} wall_s={wall:.3} events_per_s={:.0} packet_hops_per_s={:.0} peak_rss_mb={:.1}",
+        "bench {name} wall_s={wall:.3} events_per_s={:.0} packet_hops_per_s={:.0} peak_rss_mb={:.1} cpu_s={cpu:.3} \
+         packet_hops_per_cpu_s={:.0}",
         c.events as f64 / wall,
         c.data_packet_hops as f64 / wall,
-        peak_rss_mb()
+        peak_rss_mb(),
+        c.data_packet_hops as f64 / cpu
     );
     let f = &out.flows;
     let flows_fp =
