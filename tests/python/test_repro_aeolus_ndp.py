@@ -87,3 +87,30 @@ def test_aeolus_fig22_reduced_probe_recovers_tail_losses(tmp_path: Path) -> None
         assert noprobe["small_max_fct_us"] >= timeout_us, base
         assert noprobe["flows_with_timeout"] > probe["flows_with_timeout"], base
         assert noprobe["small_avg_fct_us"] > probe["small_avg_fct_us"], base
+
+
+def test_aeolus_fig18_19_reduced_threshold(tmp_path: Path) -> None:
+    """Selective-dropping threshold in an N-to-1 burst of unscheduled packets (Fig. 18/19).
+    Unscheduled packets are admitted only while the queue is at most the threshold and the
+    credited packets after them are paced to the link, so the bottleneck's queue never holds
+    much more than the threshold plus a few packets: its maximum grows with the threshold.
+    With N >= 2 senders at line rate the link is overloaded from the first packet on, so even
+    the smallest threshold keeps it busy: the first-RTT utilization is high for every
+    threshold (the paper's point that 6 KB suffices)."""
+    name = "aeolus_fig18_19_threshold"
+    res = run_repro(REPO / "repro" / name, tmp_path / name, reduced=True, workers=1)
+    assert not res.report.failed, [f.error for f in res.report.failed]
+    rows = {
+        (r["network.selective.threshold"], r["workload[0].senders"]): r for r in res.report.rows
+    }
+    assert len(rows) == 6
+    kb = {"1.5KB": 1500, "6KB": 6000, "48KB": 48000}
+    for (thr, n), r in rows.items():
+        assert r["flows_unfinished"] == 0 and r["flows_with_timeout"] == 0, (thr, n)
+        assert r["drops_selective_drop"] > 0, (thr, n)
+        assert r["bottleneck_queue_max_bytes"] <= kb[thr] + 3 * 1500, (thr, n)
+        assert r["bottleneck_first_rtt_util"] > 0.9, (thr, n)
+    for n in (2, 16):
+        q = [rows[(t, n)]["bottleneck_queue_max_bytes"] for t in ("1.5KB", "6KB", "48KB")]
+        assert q[0] < q[1] < q[2], (n, q)
+        assert q[2] >= 48000, (n, q)
