@@ -92,10 +92,71 @@ def _first_rtt_frac(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> float:
     return float(np.mean(fct < ideal + base / 2))
 
 
+def bottleneck_stats(
+    flows: Mapping[str, np.ndarray],
+    link_samples: Mapping[str, np.ndarray] | None,
+    queue_samples: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, float]:
+    """Utilization and queue of the bottleneck: the sampled port that serialized the most
+    bytes. Its active span runs from its first to its last sampling interval with traffic.
+
+    * ``bottleneck_first_rtt_util``: its mean utilization over the first base RTT of that span
+      (the first ``max(1, round(RTT / interval))`` intervals from the first busy one; RTT =
+      the largest ``base_rtt_us`` of the flows);
+    * ``bottleneck_queue_avg_bytes`` / ``bottleneck_queue_max_bytes``: bytes queued at the port
+      (all classes), mean and maximum over the sampling instants of its active span (an
+      instant without a queue row is an empty queue).
+
+    NaN where the samples needed are missing."""
+    nan = math.nan
+    out = {
+        "bottleneck_first_rtt_util": nan,
+        "bottleneck_queue_avg_bytes": nan,
+        "bottleneck_queue_max_bytes": nan,
+    }
+    if link_samples is None or len(link_samples.get("port", [])) == 0:
+        return out
+    port = np.asarray(link_samples["port"])
+    tx = np.asarray(link_samples["tx_bytes"], dtype=np.float64)
+    ports = np.unique(port)
+    busiest = ports[int(np.argmax([tx[port == p].sum() for p in ports]))]
+    m = port == busiest
+    t = np.asarray(link_samples["t_us"], dtype=np.float64)[m]
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    util = np.asarray(link_samples["utilization"], dtype=np.float64)[m][order]
+    busy = np.nonzero(util > 0)[0]
+    if len(busy) == 0:
+        return out
+    i0, i1 = int(busy[0]), int(busy[-1])
+    rtt = np.asarray(flows.get("base_rtt_us", []), dtype=np.float64)
+    rtt = rtt[np.isfinite(rtt)]
+    if len(rtt) and len(t) > 1:
+        dt = float(t[1] - t[0])
+        k = max(1, round(float(rtt.max()) / dt))
+        out["bottleneck_first_rtt_util"] = float(util[i0 : i0 + k].mean())
+    if queue_samples is not None and len(queue_samples.get("port", [])) > 0:
+        # Queue and link samples share the sampling instants; the link samples of the port
+        # give every instant of the span, the queue rows only the non-empty ones.
+        per_t = {round(float(x), 6): 0.0 for x in t[i0 : i1 + 1]}
+        qp = np.asarray(queue_samples["port"])
+        qt = np.asarray(queue_samples["t_us"], dtype=np.float64)[qp == busiest]
+        qb = np.asarray(queue_samples["bytes"], dtype=np.float64)[qp == busiest]
+        for tt, b in zip(qt.tolist(), qb.tolist()):
+            key = round(tt, 6)
+            if key in per_t:
+                per_t[key] += b
+        q = np.array(list(per_t.values()))
+        out["bottleneck_queue_avg_bytes"] = float(q.mean())
+        out["bottleneck_queue_max_bytes"] = float(q.max())
+    return out
+
+
 def summarize(
     flows: Mapping[str, np.ndarray],
     counters: Mapping[str, Any],
     link_samples: Mapping[str, np.ndarray] | None = None,
+    queue_samples: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Compute the run summary (keys documented in ``docs/results.md``).
 
@@ -103,6 +164,7 @@ def summarize(
         flows: the per-flow table (columns as in ``flows.parquet``).
         counters: the whole-run counters (as in ``counters.json``).
         link_samples: the link-sample table, if links were sampled.
+        queue_samples: the queue-sample table, if queues were sampled.
     """
     bg = np.asarray(flows["background"], dtype=bool)
     finished = np.asarray(flows["finished"], dtype=bool)
@@ -154,6 +216,7 @@ def summarize(
 
     util = None if link_samples is None else link_samples.get("utilization")
     s["avg_link_utilization"] = _mean(np.asarray(util)) if util is not None else math.nan
+    s.update(bottleneck_stats(flows, link_samples, queue_samples))
 
     events = int(counters.get("events", 0))
     wall = float(counters.get("wall_s", math.nan))

@@ -66,6 +66,9 @@ LABELS = {
     "slowdown_avg": "avg slowdown",
     "drops_selective_drop": "selective drops",
     "drops_buffer_overflow": "overflow drops",
+    "bottleneck_first_rtt_util": "bottleneck util. in 1st RTT",
+    "bottleneck_queue_avg_bytes": "bottleneck avg queue (B)",
+    "bottleneck_queue_max_bytes": "bottleneck max queue (B)",
 }
 
 

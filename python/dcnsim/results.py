@@ -245,7 +245,8 @@ class Results:
         """The run summary (``docs/results.md``, "summary.json"); NaN where undefined."""
         if self._summary is None:
             links = self.link_samples if self.has_link_samples else None
-            self._summary = summarize(self.flows, self.counters, links)
+            queues = self.queue_samples if self.has_queue_samples else None
+            self._summary = summarize(self.flows, self.counters, links, queues)
         return dict(self._summary)
 
     def size_buckets(self) -> list[dict[str, Any]]:

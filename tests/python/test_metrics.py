@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dcnsim import Results, percentile
-from dcnsim.metrics import size_bucket_stats
+from dcnsim.metrics import bottleneck_stats, size_bucket_stats
 
 from conftest import synthetic_core_output
 
@@ -127,3 +127,27 @@ def test_summary_without_finished_flows() -> None:
     assert s["flows_finished"] == 0 and s["flows_unfinished"] == 1
     assert math.isnan(s["avg_fct_us"]) and math.isnan(s["transfer_efficiency"])
     assert math.isnan(s["small_first_rtt_frac"])  # no finished small flow (and no base RTT)
+
+
+def test_bottleneck_stats_hand_computed() -> None:
+    # Two ports sampled every 1 us; port 5 carries more bytes, so it is the bottleneck. Its
+    # active span is t = 2..5 (the intervals ending at 2, 3, 4, 5 us); base RTT 2 us -> the
+    # first two busy intervals. Queue rows (two classes at t = 3) outside the span or on the
+    # other port do not count; t = 2 and 5 have no row (empty queue).
+    t = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0] * 2)
+    port = np.array([5] * 6 + [7] * 6)
+    util = np.array([0.0, 0.5, 1.0, 0.25, 0.5, 0.0, 0.0, 0.1, 0.1, 0.1, 0.0, 0.0])
+    links = {"t_us": t, "port": port, "utilization": util, "tx_bytes": util * 12_500}
+    queues = {
+        "t_us": np.array([1.0, 3.0, 3.0, 4.0, 4.0]),
+        "port": np.array([5, 5, 5, 5, 7]),
+        "prio": np.array([0, 0, 1, 1, 0]),
+        "bytes": np.array([9000, 1000, 3000, 2000, 7000]),
+    }
+    flows = {"base_rtt_us": np.array([1.5, 2.0, np.nan])}
+    s = bottleneck_stats(flows, links, queues)
+    assert s["bottleneck_first_rtt_util"] == pytest.approx(0.75)
+    assert s["bottleneck_queue_max_bytes"] == pytest.approx(4000)
+    assert s["bottleneck_queue_avg_bytes"] == pytest.approx((0 + 4000 + 2000 + 0) / 4)
+    none = bottleneck_stats(flows, None, queues)
+    assert all(math.isnan(v) for v in none.values())
