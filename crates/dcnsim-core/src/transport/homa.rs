@@ -120,7 +120,7 @@
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
-//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`].
+//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`], [`DATA_RESEND`].
 //! GRANT: `seq` = grant offset, `rank` = class for scheduled packets. RESEND: `seq` = first
 //! byte, `ack` = byte count, `rank` = class. ACK, BUSY: none. Aeolus PROBE: `seq`/`aux` =
 //! offset/index of the last unscheduled packet, `ack` = message length; UACK and PROBE_ACK:
@@ -155,6 +155,8 @@ pub const KIND_PROBE_ACK: u8 = 8;
 pub const DATA_RETX: u32 = 1;
 /// Data `aux2` bit: sent by the sender timeout.
 pub const DATA_SENDER_TIMEOUT: u32 = 2;
+/// Data `aux2` bit: sent again because a RESEND asked for it.
+pub const DATA_RESEND: u32 = 4;
 /// Timer kind: the receiver's no-progress timer of a message.
 pub const TIMER_RECV: u8 = 1;
 /// Timer kind: the sender's nothing-heard timer of a message.
@@ -618,6 +620,7 @@ struct Tx {
     unscheduled: bool,
     retx: bool,
     sender_timeout: bool,
+    resend: bool,
 }
 
 /// Homa (optionally with Aeolus) for every host of a run.
@@ -665,6 +668,19 @@ impl Homa {
             Some(Rcv::Active(r)) => Some(r.granted),
             _ => None,
         }
+    }
+    /// Bytes the receiving host `host` has granted (including unscheduled bytes) and not yet
+    /// received or declared lost, over its incomplete messages: what it believes is in flight
+    /// towards it.
+    pub fn receiver_outstanding(&self, host: NodeId) -> u64 {
+        let Some(h) = self.hosts.get(host as usize) else { return 0 };
+        h.receiving
+            .iter()
+            .filter_map(|&f| match &self.rcv[f as usize] {
+                Rcv::Active(r) => Some(r.granted.min(r.cap()).saturating_sub(r.received + r.lost_bytes)),
+                _ => None,
+            })
+            .sum()
     }
     /// Whether the sender of `flow` has been told the message is complete.
     pub fn sender_done(&self, flow: FlowId) -> bool {
@@ -731,6 +747,7 @@ impl Homa {
                 unscheduled: false,
                 retx: true,
                 sender_timeout: r.sender_timeout,
+                resend: !r.sender_timeout,
             });
         }
         let credit = m.charged < m.granted;
@@ -739,7 +756,7 @@ impl Homa {
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_lost()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false, resend: false });
             }
         }
         if m.next_new < m.npk {
@@ -761,16 +778,17 @@ impl Homa {
                         unscheduled: true,
                         retx: false,
                         sender_timeout: false,
+                        resend: false,
                     });
                 }
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: false, sender_timeout: false });
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: false, sender_timeout: false, resend: false });
             }
             return None;
         }
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_unacked()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false, resend: false });
             }
         }
         None
@@ -811,6 +829,9 @@ impl Homa {
         }
         if tx.sender_timeout {
             aux2 |= DATA_SENDER_TIMEOUT;
+        }
+        if tx.resend {
+            aux2 |= DATA_RESEND;
         }
         let pkt = Packet {
             dst: m.dst,
