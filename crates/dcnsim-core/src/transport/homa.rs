@@ -756,7 +756,14 @@ impl Homa {
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_lost()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false, resend: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: true,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
         }
         if m.next_new < m.npk {
@@ -781,14 +788,28 @@ impl Homa {
                         resend: false,
                     });
                 }
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: false, sender_timeout: false, resend: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: false,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
             return None;
         }
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_unacked()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false, resend: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: true,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
         }
         None
