@@ -6,7 +6,12 @@
 //! Sources. The Homa paper's text is not in this project's seeds; the mechanism follows its
 //! §3 as summarised by the seed papers that use Homa as a baseline (Aeolus §II-C, §V-A/C,
 //! §VI; PPT and RPO's Homa settings) and the public Homa implementations' documented
-//! behaviour (grant offsets, RESEND ranges). Every choice not fixed there is listed below.
+//! behaviour (grant offsets, RESEND ranges), checked against the public Homa simulator the
+//! Aeolus authors extended (PlatformLab/HomaSimulation, OMNeT++): there too a receiver grants
+//! one packet per arriving packet, keeps at most `maxOutstandingRecvBytes` (= RTTbytes,
+//! unscheduled bytes included) in flight per granted message, grants to the top
+//! `numSendersToKeepGranted` (the overcommitment) and never revokes grants already given.
+//! Every choice not fixed there is listed below.
 //!
 //! # What is modelled
 //! - **Messages and unscheduled bytes** (Homa §3.2): a flow is one message. Its first
@@ -63,7 +68,18 @@
 //! keep `rtt_bytes` in flight the receiver counts the bytes it declared lost: G =
 //! min(length + lost, received + lost + `rtt_bytes`). Without losses this is plain Homa.
 //! The sender leaves the pre-credit state at the first GRANT (§III-A). Homa's timeouts stay
-//! as the last resort (a lost probe or a dropped scheduled packet). With
+//! as the last resort (a lost probe or a dropped scheduled packet).
+//!
+//! What Aeolus does not change: selective dropping keeps *unscheduled* packets from taking
+//! buffer or bandwidth from scheduled ones, but scheduled packets can still overflow a port
+//! by themselves. A receiver keeps `rtt_bytes` in flight for each of the `overcommitment`
+//! messages it grants, grants already given to a message that loses its rank stay valid, and
+//! with Aeolus every message whose unscheduled packets were dropped needs grants for their
+//! retransmissions and competes for the overcommitment slots. With the Aeolus §V setting
+//! (`rtt_bytes` 56 KB, overcommitment 6, 200 KB per port) that exceeds the buffer, and the
+//! lost scheduled packets (new data and Aeolus retransmissions alike) wait for the RESEND
+//! timeout; the test `aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment`
+//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts. With
 //! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
 //! lowest class and the scheduled levels sit just above it.
 //!
@@ -117,6 +133,20 @@
 //!   shorter than that wait resends it (Aeolus §II-C's dilemma).
 //!   `retx_bytes` counts every retransmitted payload (RESEND, sender timeout, Aeolus).
 //! - Sender SRPT key: bytes never sent, then arrival time, then flow id.
+//! - Overcommitment counts *messages* (the Homa paper's wording); HomaSimulation counts
+//!   *senders* (the best message of each of the top senders). A sender with two granted
+//!   messages for one receiver sends one at a time, so counting messages queues fewer bytes
+//!   in the network, never more.
+//! - Aeolus retransmissions and all scheduled packets of a message ride the class of its
+//!   latest GRANT. By Homa's rank rule a receiver granting a single message puts it in the
+//!   lowest class, so those packets wait behind other receivers' higher-ranked scheduled
+//!   traffic wherever paths share a port (a core link under per-flow ECMP).
+//! - The receiver's timer cannot tell a lost packet from one still queued in a low class,
+//!   or one the sender has not sent yet because it serves shorter messages first (sender
+//!   SRPT) for longer than `resend_timeout`: such a RESEND retransmits packets that are not
+//!   lost (Aeolus §II-C's dilemma; the Homa paper's timer has the same blind spot). The
+//!   sender resends what it already sent of the named range and answers BUSY for the rest.
+//!   The ignored test `diagnose_aeolus_repro` counts these spurious requests.
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
