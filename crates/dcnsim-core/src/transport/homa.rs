@@ -147,6 +147,11 @@
 //!   lost (Aeolus §II-C's dilemma; the Homa paper's timer has the same blind spot). The
 //!   sender resends what it already sent of the named range and answers BUSY for the rest.
 //!   The ignored test `diagnose_aeolus_repro` counts these spurious requests.
+//! - Aeolus: an unscheduled packet the receiver declared lost that arrives late after all
+//!   (only possible with reordering, e.g. `routing = "spray"`) stays counted in the bytes
+//!   declared lost: the sender may already have spent credit on its retransmission, and
+//!   over-granting one packet is harmless where under-granting would stall the message
+//!   until a RESEND.
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
