@@ -60,6 +60,11 @@
 //! Aeolus §V-A and §VI, "for Homa we configure per-port ECN/RED"). The probe follows the
 //! last unscheduled packet in the same class; the receiver ACKs each unscheduled packet and
 //! the probe; both ends infer the same losses (see [`super::aeolus`]).
+//! Aeolus §III-E describes integrating Aeolus as giving unscheduled packets a *lower* network
+//! priority; for Homa the paper instead keeps Homa's classes (its §VI footnote notes that
+//! Homa serves unscheduled packets in higher-priority queues) and configures per-port
+//! selective dropping (§V-A testbed, §VI). We follow the Homa-specific text; the
+//! lower-priority reading is `aeolus_mode = "low_priority"`.
 //!
 //! Homa's grants become Aeolus' credits: a GRANT offset G authorises the sender to have
 //! *charged* G bytes, where every new packet and every Aeolus retransmission is charged
