@@ -6,7 +6,12 @@
 //! Sources. The Homa paper's text is not in this project's seeds; the mechanism follows its
 //! §3 as summarised by the seed papers that use Homa as a baseline (Aeolus §II-C, §V-A/C,
 //! §VI; PPT and RPO's Homa settings) and the public Homa implementations' documented
-//! behaviour (grant offsets, RESEND ranges). Every choice not fixed there is listed below.
+//! behaviour (grant offsets, RESEND ranges), checked against the public Homa simulator the
+//! Aeolus authors extended (PlatformLab/HomaSimulation, OMNeT++): there too a receiver grants
+//! one packet per arriving packet, keeps at most `maxOutstandingRecvBytes` (= RTTbytes,
+//! unscheduled bytes included) in flight per granted message, grants to the top
+//! `numSendersToKeepGranted` (the overcommitment) and never revokes grants already given.
+//! Every choice not fixed there is listed below.
 //!
 //! # What is modelled
 //! - **Messages and unscheduled bytes** (Homa §3.2): a flow is one message. Its first
@@ -55,6 +60,11 @@
 //! Aeolus §V-A and §VI, "for Homa we configure per-port ECN/RED"). The probe follows the
 //! last unscheduled packet in the same class; the receiver ACKs each unscheduled packet and
 //! the probe; both ends infer the same losses (see [`super::aeolus`]).
+//! Aeolus §III-E describes integrating Aeolus as giving unscheduled packets a *lower* network
+//! priority; for Homa the paper instead keeps Homa's classes (its §VI footnote notes that
+//! Homa serves unscheduled packets in higher-priority queues) and configures per-port
+//! selective dropping (§V-A testbed, §VI). We follow the Homa-specific text; the
+//! lower-priority reading is `aeolus_mode = "low_priority"`.
 //!
 //! Homa's grants become Aeolus' credits: a GRANT offset G authorises the sender to have
 //! *charged* G bytes, where every new packet and every Aeolus retransmission is charged
@@ -63,7 +73,18 @@
 //! keep `rtt_bytes` in flight the receiver counts the bytes it declared lost: G =
 //! min(length + lost, received + lost + `rtt_bytes`). Without losses this is plain Homa.
 //! The sender leaves the pre-credit state at the first GRANT (§III-A). Homa's timeouts stay
-//! as the last resort (a lost probe or a dropped scheduled packet). With
+//! as the last resort (a lost probe or a dropped scheduled packet).
+//!
+//! What Aeolus does not change: selective dropping keeps *unscheduled* packets from taking
+//! buffer or bandwidth from scheduled ones, but scheduled packets can still overflow a port
+//! by themselves. A receiver keeps `rtt_bytes` in flight for each of the `overcommitment`
+//! messages it grants, grants already given to a message that loses its rank stay valid, and
+//! with Aeolus every message whose unscheduled packets were dropped needs grants for their
+//! retransmissions and competes for the overcommitment slots. With the Aeolus §V setting
+//! (`rtt_bytes` 56 KB, overcommitment 6, 200 KB per port) that exceeds the buffer, and the
+//! lost scheduled packets (new data and Aeolus retransmissions alike) wait for the RESEND
+//! timeout; the test `aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment`
+//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts. With
 //! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
 //! lowest class and the scheduled levels sit just above it.
 //!
@@ -117,10 +138,29 @@
 //!   shorter than that wait resends it (Aeolus §II-C's dilemma).
 //!   `retx_bytes` counts every retransmitted payload (RESEND, sender timeout, Aeolus).
 //! - Sender SRPT key: bytes never sent, then arrival time, then flow id.
+//! - Overcommitment counts *messages* (the Homa paper's wording); HomaSimulation counts
+//!   *senders* (the best message of each of the top senders). A sender with two granted
+//!   messages for one receiver sends one at a time, so counting messages queues fewer bytes
+//!   in the network, never more.
+//! - Aeolus retransmissions and all scheduled packets of a message ride the class of its
+//!   latest GRANT. By Homa's rank rule a receiver granting a single message puts it in the
+//!   lowest class, so those packets wait behind other receivers' higher-ranked scheduled
+//!   traffic wherever paths share a port (a core link under per-flow ECMP).
+//! - The receiver's timer cannot tell a lost packet from one still queued in a low class,
+//!   or one the sender has not sent yet because it serves shorter messages first (sender
+//!   SRPT) for longer than `resend_timeout`: such a RESEND retransmits packets that are not
+//!   lost (Aeolus §II-C's dilemma; the Homa paper's timer has the same blind spot). The
+//!   sender resends what it already sent of the named range and answers BUSY for the rest.
+//!   The ignored test `diagnose_aeolus_repro` counts these spurious requests.
+//! - Aeolus: an unscheduled packet the receiver declared lost that arrives late after all
+//!   (only possible with reordering, e.g. `routing = "spray"`) stays counted in the bytes
+//!   declared lost: the sender may already have spent credit on its retransmission, and
+//!   over-granting one packet is harmless where under-granting would stall the message
+//!   until a RESEND.
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
-//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`].
+//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`], [`DATA_RESEND`].
 //! GRANT: `seq` = grant offset, `rank` = class for scheduled packets. RESEND: `seq` = first
 //! byte, `ack` = byte count, `rank` = class. ACK, BUSY: none. Aeolus PROBE: `seq`/`aux` =
 //! offset/index of the last unscheduled packet, `ack` = message length; UACK and PROBE_ACK:
@@ -155,6 +195,8 @@ pub const KIND_PROBE_ACK: u8 = 8;
 pub const DATA_RETX: u32 = 1;
 /// Data `aux2` bit: sent by the sender timeout.
 pub const DATA_SENDER_TIMEOUT: u32 = 2;
+/// Data `aux2` bit: sent again because a RESEND asked for it.
+pub const DATA_RESEND: u32 = 4;
 /// Timer kind: the receiver's no-progress timer of a message.
 pub const TIMER_RECV: u8 = 1;
 /// Timer kind: the sender's nothing-heard timer of a message.
@@ -618,6 +660,7 @@ struct Tx {
     unscheduled: bool,
     retx: bool,
     sender_timeout: bool,
+    resend: bool,
 }
 
 /// Homa (optionally with Aeolus) for every host of a run.
@@ -665,6 +708,19 @@ impl Homa {
             Some(Rcv::Active(r)) => Some(r.granted),
             _ => None,
         }
+    }
+    /// Bytes the receiving host `host` has granted (including unscheduled bytes) and not yet
+    /// received or declared lost, over its incomplete messages: what it believes is in flight
+    /// towards it.
+    pub fn receiver_outstanding(&self, host: NodeId) -> u64 {
+        let Some(h) = self.hosts.get(host as usize) else { return 0 };
+        h.receiving
+            .iter()
+            .filter_map(|&f| match &self.rcv[f as usize] {
+                Rcv::Active(r) => Some(r.granted.min(r.cap()).saturating_sub(r.received + r.lost_bytes)),
+                _ => None,
+            })
+            .sum()
     }
     /// Whether the sender of `flow` has been told the message is complete.
     pub fn sender_done(&self, flow: FlowId) -> bool {
@@ -731,6 +787,7 @@ impl Homa {
                 unscheduled: false,
                 retx: true,
                 sender_timeout: r.sender_timeout,
+                resend: !r.sender_timeout,
             });
         }
         let credit = m.charged < m.granted;
@@ -739,7 +796,14 @@ impl Homa {
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_lost()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: true,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
         }
         if m.next_new < m.npk {
@@ -761,16 +825,31 @@ impl Homa {
                         unscheduled: true,
                         retx: false,
                         sender_timeout: false,
+                        resend: false,
                     });
                 }
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: false, sender_timeout: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: false,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
             return None;
         }
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_unacked()) {
                 m.charged += pay(i);
-                return Some(Tx { idx: i, prio: m.sched_prio, unscheduled: false, retx: true, sender_timeout: false });
+                return Some(Tx {
+                    idx: i,
+                    prio: m.sched_prio,
+                    unscheduled: false,
+                    retx: true,
+                    sender_timeout: false,
+                    resend: false,
+                });
             }
         }
         None
@@ -811,6 +890,9 @@ impl Homa {
         }
         if tx.sender_timeout {
             aux2 |= DATA_SENDER_TIMEOUT;
+        }
+        if tx.resend {
+            aux2 |= DATA_RESEND;
         }
         let pkt = Packet {
             dst: m.dst,
