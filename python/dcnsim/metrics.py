@@ -152,11 +152,45 @@ def bottleneck_stats(
     return out
 
 
+def goodput(flows: Mapping[str, np.ndarray], ports: Mapping[str, np.ndarray] | None) -> float:
+    """Payload delivery rate in steady state, normalized by the hosts' link capacity.
+
+    The arrival period runs from the first to the last start of a non-background flow; the
+    window is its second half (the first half warms the network up to its steady backlog).
+    Each finished non-background flow is taken to deliver its bytes evenly from its start to
+    its finish and contributes ``size_bytes`` times the fraction of that interval inside the
+    window (unfinished flows contribute nothing). The sum, in bits per second of window, is
+    divided by the sum of the ``rate_bps`` of the host ports (one NIC per host). NaN without
+    ports, without finished flows or with an empty window (Aeolus Fig. 21).
+    """
+    if ports is None or len(ports.get("rate_bps", ())) == 0:
+        return math.nan
+    fg = ~np.asarray(flows["background"], dtype=bool)
+    done = fg & np.asarray(flows["finished"], dtype=bool)
+    if not done.any():
+        return math.nan
+    kind = np.asarray(ports["node_kind"], dtype=object)
+    cap = float(np.sum(np.asarray(ports["rate_bps"], dtype=np.float64)[kind == "host"]))
+    start = np.asarray(flows["start_us"], dtype=np.float64)
+    t1 = float(np.max(start[fg]))
+    t0 = (float(np.min(start[fg])) + t1) / 2
+    if cap <= 0 or t1 <= t0:
+        return math.nan
+    s = start[done]
+    f = np.asarray(flows["finish_us"], dtype=np.float64)[done]
+    size = np.asarray(flows["size_bytes"], dtype=np.float64)[done]
+    inside = np.clip(np.minimum(f, t1) - np.maximum(s, t0), 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(f > s, inside / (f - s), (f <= t1).astype(np.float64))
+    return float(np.sum(size * frac)) * 8 / (cap * (t1 - t0) * 1e-6)
+
+
 def summarize(
     flows: Mapping[str, np.ndarray],
     counters: Mapping[str, Any],
     link_samples: Mapping[str, np.ndarray] | None = None,
     queue_samples: Mapping[str, np.ndarray] | None = None,
+    ports: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Compute the run summary (keys documented in ``docs/results.md``).
 
@@ -165,6 +199,7 @@ def summarize(
         counters: the whole-run counters (as in ``counters.json``).
         link_samples: the link-sample table, if links were sampled.
         queue_samples: the queue-sample table, if queues were sampled.
+        ports: the per-port table (as in ``ports.csv``), for ``goodput``.
     """
     bg = np.asarray(flows["background"], dtype=bool)
     finished = np.asarray(flows["finished"], dtype=bool)
@@ -203,6 +238,7 @@ def summarize(
     sent_done = float(np.sum(np.asarray(flows["sent_bytes"], dtype=np.float64)[done]))
     delivered = float(np.sum(size[done]))
     s["transfer_efficiency"] = delivered / sent_done if sent_done > 0 else math.nan
+    s["goodput"] = goodput(flows, ports)
     s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
     timeouts = np.asarray(flows["timeouts"], dtype=np.uint64)
     s["timeouts_total"] = int(np.sum(timeouts))

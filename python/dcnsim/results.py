@@ -246,7 +246,7 @@ class Results:
         if self._summary is None:
             links = self.link_samples if self.has_link_samples else None
             queues = self.queue_samples if self.has_queue_samples else None
-            self._summary = summarize(self.flows, self.counters, links, queues)
+            self._summary = summarize(self.flows, self.counters, links, queues, self.ports)
         return dict(self._summary)
 
     def size_buckets(self) -> list[dict[str, Any]]:

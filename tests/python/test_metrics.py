@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dcnsim import Results, percentile
-from dcnsim.metrics import bottleneck_stats, size_bucket_stats
+from dcnsim.metrics import bottleneck_stats, goodput, size_bucket_stats
 
 from conftest import synthetic_core_output
 
@@ -119,6 +119,38 @@ def test_size_buckets() -> None:
     assert b["10KB-100KB"]["flows"] == 2  # 50 KB and exactly 100 KB
     assert b["100KB-1MB"]["flows"] == 1
     assert b[">1MB"]["p99_fct_us"] == pytest.approx(1000.0)
+
+
+def test_goodput_hand_computed() -> None:
+    # Non-background flows start at 0, 1, ..., 6 us (flow 6 unfinished): the arrival period
+    # is [0, 6] us, the window its second half [3, 6]. Each finished flow delivers evenly over
+    # [start, finish]; its share inside the window:
+    #   0: [0, 10]    3/10   x 1000    = 300
+    #   1: [1, 21]    3/20   x 50000   = 7500
+    #   2: [2, 32]    3/30   x 100000  = 10000
+    #   3: [3, 103]   3/100  x 200000  = 6000
+    #   4: [4, 1004]  2/1000 x 5000000 = 10000
+    #   5: [5, 45]    1/40   x 2000    = 50
+    # 33850 B = 270800 bit in 3 us over the one 10 Gbps host port (30000 bit): 9.0267.
+    r = synthetic()
+    assert r.summary()["goodput"] == pytest.approx(270_800 / 30_000)
+    assert goodput(r.flows, r.ports) == pytest.approx(270_800 / 30_000)
+    assert math.isnan(goodput(r.flows, None))
+    # Two 10 Gbps hosts, one 1 MB flow over [0, 800] us and one 1 MB flow over [400, 400]
+    # (a flow that starts and finishes at the same instant counts wholly when inside): window
+    # [200, 400] us -> 1 MB x 200/800 + 1 MB = 1.25 MB = 10^7 bit / (2 x 10^10 x 200e-6 s) = 2.5.
+    flows = {
+        "background": np.array([False, False]),
+        "finished": np.array([True, True]),
+        "start_us": np.array([0.0, 400.0]),
+        "finish_us": np.array([800.0, 400.0]),
+        "size_bytes": np.array([1_000_000, 1_000_000], dtype=np.uint64),
+    }
+    ports = {
+        "rate_bps": np.array([10**10, 10**10, 4 * 10**10], dtype=np.uint64),
+        "node_kind": np.array(["host", "host", "leaf"], dtype=object),
+    }
+    assert goodput(flows, ports) == pytest.approx(2.5)
 
 
 def test_summary_without_finished_flows() -> None:
