@@ -83,8 +83,16 @@ def test_ppt_ablations_reduced_each_mechanism_helps(tmp_path: Path) -> None:
     # Fig. 18 (w/o identification): small-flow average and tail FCT worse.
     assert t[("no_identification",)]["small_avg_fct_us"] > ppt["small_avg_fct_us"]
     assert t[("no_identification",)]["small_p99_fct_us"] > ppt["small_p99_fct_us"]
-    # Fig. 15 (w/o LCP ECN) and Fig. 16 (w/o EWD) are not reproduced at full size by our
-    # model, so they are not asserted; see repro/ppt_ablations/README.md.
+    # Fig. 16 (w/o EWD: opportunistic packets at line rate while a loop is open): overall,
+    # small-flow average and small-flow p99 FCT worse. Measured on the reduced network with
+    # seeds 1, 2, 3: PPT 25-33% better overall, 27-44% on the small-flow average and 35-51% on
+    # the small-flow p99, so a 10% margin holds without depending on one seed.
+    no_ewd = t[("no_ewd",)]
+    assert no_ewd["avg_fct_us"] > 1.1 * ppt["avg_fct_us"]
+    assert no_ewd["small_avg_fct_us"] > 1.1 * ppt["small_avg_fct_us"]
+    assert no_ewd["small_p99_fct_us"] > 1.1 * ppt["small_p99_fct_us"]
+    # Fig. 15 (w/o LCP ECN) is not reproduced (-3% to +6% overall over those seeds), so it
+    # is not asserted; see repro/ppt_ablations/README.md.
 
 
 def test_ppt_fig27_reduced_a_larger_send_buffer_helps_large_flows(tmp_path: Path) -> None:
@@ -98,7 +106,8 @@ def test_ppt_fig21_and_fig23_reduced_run_to_completion(tmp_path: Path) -> None:
     t = _run("ppt_fig21_memcached", tmp_path)
     assert t[("ppt",)]["avg_fct_us"] <= 1.05 * t[("dctcp",)]["avg_fct_us"]
     t = _run("ppt_fig23_incast", tmp_path)
-    assert {k[0] for k in t} == {8, 31}
+    # N = senders x flows_per_sender: 8 and 31 distinct senders, once with 2 flows each.
+    assert {k[:2] for k in t} == {(1, 8), (1, 31), (2, 8), (2, 31)}
 
 
 def test_ppt_fig24_reduced_ppt_beats_rc3_with_a_limited_low_priority_buffer(tmp_path: Path) -> None:

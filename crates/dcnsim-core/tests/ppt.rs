@@ -277,6 +277,9 @@ struct TwoToOne {
     lp_ece: u64,
     case2: u64,
     window_pkts: u64,
+    lp_pkts: u64,
+    case2_pkts: u64,
+    lp_ack_rtt_us: f64,
 }
 
 fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
@@ -309,7 +312,7 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
         .collect();
     let nflows = flows.len();
     let tap = Rc::new(RefCell::new(Tap::default()));
-    let mut lp = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut lp = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let out = if proto == "ppt" {
         let inner = Rc::new(RefCell::new(ppt::Ppt::from_config(&sc.transport_cfg, &sc.net_info).unwrap()));
         let t = Tapped { inner: inner.clone(), tap: tap.clone() };
@@ -323,6 +326,9 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
             lp.3 += s.ece_acks;
             lp.4 += s.case2_loops as u64;
             lp.5 += s.window_pkts;
+            lp.6 += s.pkts;
+            lp.7 += s.case2_pkts;
+            lp.8 += s.ack_rtt_ps;
         }
         out
     } else {
@@ -371,6 +377,9 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
         lp_ece: lp.3,
         case2: lp.4,
         window_pkts: lp.5,
+        lp_pkts: lp.6,
+        case2_pkts: lp.7,
+        lp_ack_rtt_us: lp.8 as f64 / 1e6 / lp.2.max(1) as f64,
     }
 }
 
@@ -381,9 +390,12 @@ fn common_bottleneck(out: &RunOutput, host: u32) -> u32 {
 
 /// The 2-to-1 web-search case (load 0.5 of the receiver's link, 1500 flows, 120 KB buffers,
 /// PPT's LCP classes marked on port occupancy): PPT's average FCT and small-flow p99 are not
-/// worse than DCTCP's, and its timeouts stay within an order of magnitude of DCTCP's.
-/// Drops are still ~20x DCTCP's (opportunistic packets queued in P7 behind the HCP share
-/// the buffer); the drop bound below is a regression guard, not the paper's behaviour.
+/// worse than DCTCP's, and its timeouts stay within 2x DCTCP's.
+/// Drops: 6,182 against DCTCP's 1,176 (they were 23,643 while case-2 loops opened at the
+/// minimum alpha of the last 8 rounds, when the HCP queue had rebuilt: see ppt.rs); the
+/// remaining excess comes from opportunistic packets waiting behind HCP packets in the
+/// shared buffer (mean LP round trip ~1.3 ms against a 37 us base RTT). The bounds below
+/// are regression guards with a margin, not the paper's numbers.
 #[test]
 fn ppt_two_to_one_fct_not_worse_than_dctcp() {
     let d = two_to_one("dctcp", "", 1500);
@@ -395,10 +407,13 @@ fn ppt_two_to_one_fct_not_worse_than_dctcp() {
     }
     assert!(p.fct.all <= d.fct.all, "avg FCT: ppt {} vs dctcp {}", p.fct.all, d.fct.all);
     assert!(p.fct.small_p99 <= d.fct.small_p99, "small p99: ppt {} vs dctcp {}", p.fct.small_p99, d.fct.small_p99);
-    assert!(p.timeouts < 10 * d.timeouts.max(1), "timeouts: ppt {} vs dctcp {}", p.timeouts, d.timeouts);
-    assert!(p.drops < 25 * d.drops.max(1), "drops: ppt {} vs dctcp {} (regression guard)", p.drops, d.drops);
-    // Case-2 loops: at most one per congestion episode (was ~6.6 per flow before).
-    assert!(p.case2 < 3 * p.flows_with_lcp, "case-2 loops {} for {} flows", p.case2, p.flows_with_lcp);
+    assert!(p.timeouts < 2 * d.timeouts.max(1), "timeouts: ppt {} vs dctcp {}", p.timeouts, d.timeouts);
+    assert!(p.drops < 8 * d.drops.max(1), "drops: ppt {} vs dctcp {} (regression guard)", p.drops, d.drops);
+    // Case-2 loops: alpha at its minimum since start-up, at most once per congestion
+    // episode, within the gap to W_max: fewer than one per flow here (2,959 for 1,239 flows
+    // with the 8-round minimum), and a minority of the opportunistic packets.
+    assert!(p.case2 < p.flows_with_lcp, "case-2 loops {} for {} flows", p.case2, p.flows_with_lcp);
+    assert!(4 * p.case2_pkts < p.lp_pkts, "case-2 packets {} of {}", p.case2_pkts, p.lp_pkts);
 }
 
 #[test]
@@ -411,6 +426,9 @@ fn diag_two_to_one() {
             "{proto}{extra}: drops {} timeouts {} {:?}\n  sent {:?}\n  lost {:?}\n  q_avg {:?} q_max_total {}\n  loops {} lp_acks {} ece {}",
             r.drops, r.timeouts, r.fct, r.sent, r.lost, r.q_avg.map(|x| x.round()), r.q_max_total, r.loops, r.lp_acks, r.lp_ece
         );
-        eprintln!("  flows with lcp {} case2 loops {} window pkts {}", r.flows_with_lcp, r.case2, r.window_pkts);
+        eprintln!(
+            "  flows with lcp {} case2 loops {} lp pkts {} window pkts {} case2 pkts {} mean LP ACK RTT {:.1} us",
+            r.flows_with_lcp, r.case2, r.lp_pkts, r.window_pkts, r.case2_pkts, r.lp_ack_rtt_us
+        );
     }
 }

@@ -17,8 +17,10 @@
 //! `ack_every` (= 2) opportunistic packets. Each LP ACK releases packets according to
 //! [`Release`]: `Ewd` one packet per ACK (so the window halves every RTT: PPT's exponential
 //! window decrease), `Clock` one packet per packet acknowledged (constant window: RC3's ACK
-//! clocking). With `ecn` on, opportunistic packets are ECN-capable and an LP ACK whose ECE
-//! bit is set releases nothing (PPT §3.2, first remark). A loop ends when `idle_rtts` (= 2)
+//! clocking), `LineRate` none, since the loop then sends at the host's line rate from its
+//! opening until it closes (PPT "w/o EWD"). With `ecn` on, opportunistic packets are
+//! ECN-capable and an LP ACK whose ECE bit is set releases nothing (PPT §3.2, first remark)
+//! and stops a paced or line-rate sequence. A loop ends when `idle_rtts` (= 2)
 //! RTTs pass without an LP ACK (PPT §3.2, second remark) or when the tail reaches the HCP.
 //!
 //! Meeting in the middle (PPT §5.2): every LP ACK names the byte ranges of the opportunistic
@@ -38,7 +40,8 @@
 //!   `ack` = the receiver's cumulative ACK, `ts` = echoed send time of the last packet.
 //!
 //! Timers (token kinds, generation from a [`TimerSlot`]): [`TIMER_LP_PACE`],
-//! [`TIMER_LP_IDLE`] at the sender, [`TIMER_LP_OPEN`] for a delayed loop start.
+//! [`TIMER_LP_IDLE`] at the sender. (A delayed case-1 loop opens at the flow's first HCP
+//! ACK, not by a timer; [`TIMER_LP_OPEN`] is no longer armed.)
 //!
 //! # Choices where the papers leave room
 //! - The delivered ranges are not SACK blocks for the HCP: the embedded RFC 6675 sender
@@ -50,8 +53,9 @@
 //! - With `react_ece` (PPT), an LP ACK with ECE also cancels the rest of a paced initial
 //!   window.
 //! - What opens a case-2 loop is the HCP transport's congestion signal, a [`Case2`] trigger:
-//!   DCTCP's alpha (PPT §3.1; at most one loop per congestion episode, a round in which alpha
-//!   rose or the end of start-up; see ppt.rs) or Swift's delay below its target (PPT §6.2
+//!   DCTCP's alpha (PPT §3.1; alpha at its minimum since start-up, at most one loop per
+//!   congestion episode, a round in which alpha rose or the end of start-up, and
+//!   I = min(Eq. 2, W_max - cwnd); see ppt.rs) or Swift's delay below its target (PPT §6.2
 //!   Fig. 14). Everything else (case 1, EWD, LCP ECN, meeting in the middle, tagging) is the
 //!   same code for both.
 //! - Opportunistic data is stored by the same [`TcpReceiver`] (so completion is reported
@@ -80,7 +84,7 @@ pub const KIND_LP_ACK: u8 = 17;
 pub const TIMER_LP_PACE: u8 = 16;
 /// Timer kind: check whether the loop has been idle for `idle_rtts` RTTs.
 pub const TIMER_LP_IDLE: u8 = 17;
-/// Timer kind: a delayed loop initialisation (PPT case 1 for identified large flows).
+/// Timer kind once used for a delayed loop initialisation (kept reserved; unused).
 pub const TIMER_LP_OPEN: u8 = 18;
 /// LP ACK `aux2` bit: ECN-Echo.
 pub const LP_ACK_ECE: u32 = 1 << 31;
@@ -96,6 +100,9 @@ pub enum Release {
     Clock,
     /// Nothing: only the initial window is sent (the "hypothetical DCTCP" refill per RTT).
     None,
+    /// No window at all: once open, the loop sends at the host's line rate until it closes
+    /// (PPT "w/o EWD", Fig. 16); LP ACKs release nothing extra.
+    LineRate,
 }
 
 /// Parameters of the low-priority loop.
@@ -144,6 +151,11 @@ pub struct LpStats {
     /// Opportunistic packets sent as part of an initial window (the rest were released by
     /// LP ACKs).
     pub window_pkts: u64,
+    /// Opportunistic packets sent by case-2 loops (window and released).
+    pub case2_pkts: u64,
+    /// Sum over LP ACKs of (arrival time - send time of the last packet it acknowledges), ps:
+    /// with `acks`, the mean low-priority round trip including queueing.
+    pub ack_rtt_ps: u64,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -177,6 +189,8 @@ pub struct LpSender {
     idle: TimerSlot,
     last_ack: Time,
     idle_len: Time,
+    /// The open loop is a case-2 loop (statistics only).
+    case2: bool,
     /// Ranges this loop has sent (sorted, disjoint).
     sent: Vec<(u64, u64)>,
     /// Ranges known delivered, not yet handed to the HCP (sorted, disjoint).
@@ -196,6 +210,7 @@ impl LpSender {
             idle: TimerSlot::default(),
             last_ack: Time::ZERO,
             idle_len: Time::ZERO,
+            case2: false,
             sent: Vec::new(),
             delivered: Vec::new(),
             stats: LpStats::default(),
@@ -229,12 +244,22 @@ impl LpSender {
             return false;
         }
         self.open = true;
+        self.case2 = false;
         self.stats.loops += 1;
         self.last_ack = lx.now;
         self.idle_len = rtt * lx.p.idle_rtts.max(1) as u64;
         let g = self.idle.arm(lx.now + self.idle_len);
         lx.out.timer(lx.now + self.idle_len, token(self.id, TIMER_LP_IDLE, g));
-        if lx.p.pace && n > 1 {
+        if lx.p.release == Release::LineRate {
+            self.pace_gap = lx.flow.host_rate.tx_time(crate::units::Bytes(mss + lx.p.header));
+            self.to_pace = u64::MAX;
+            if self.send_one(lx) {
+                self.stats.window_pkts += 1;
+                let at = lx.now + self.pace_gap;
+                let g = self.pace.arm(at);
+                lx.out.timer(at, token(self.id, TIMER_LP_PACE, g));
+            }
+        } else if lx.p.pace && n > 1 {
             self.pace_gap = Time(rtt.0 / n);
             self.to_pace = n - 1;
             if self.send_one(lx) {
@@ -252,6 +277,13 @@ impl LpSender {
             }
         }
         true
+    }
+
+    /// Count the open loop as a case-2 loop in the statistics (`pkts_before` = the packet
+    /// count before it opened).
+    pub fn mark_case2(&mut self, pkts_before: u64) {
+        self.case2 = true;
+        self.stats.case2_pkts += self.stats.pkts - pkts_before;
     }
 
     /// End the loop (timers become stale).
@@ -285,6 +317,7 @@ impl LpSender {
         self.note_delivered(r1.0, r1.1);
         self.note_delivered(r2.0, r2.1);
         self.stats.acks += 1;
+        self.stats.ack_rtt_ps += lx.now.0.saturating_sub(pkt.ts.0);
         if !self.open {
             return;
         }
@@ -300,7 +333,7 @@ impl LpSender {
         let n = match lx.p.release {
             Release::Ewd => 1,
             Release::Clock => count.max(1),
-            Release::None => 0,
+            Release::None | Release::LineRate => 0,
         };
         for _ in 0..n {
             if !self.send_one(lx) {
@@ -385,6 +418,7 @@ impl LpSender {
         });
         insert_range(&mut self.sent, s, e);
         self.stats.pkts += 1;
+        self.stats.case2_pkts += self.case2 as u64;
         self.stats.bytes += payload;
         true
     }
@@ -485,8 +519,9 @@ pub enum Case2 {
     /// No case-2 loops.
     Off,
     /// DCTCP HCP (PPT §3.1): after start-up, at the end of an HCP round whose alpha is the
-    /// minimum of the last `window` rounds, once per congestion episode;
-    /// I = (1/2 - alpha_min) x W_max (Eq. 2).
+    /// minimum of the last `window` rounds (`window = 0`: of every round since start-up),
+    /// once per congestion episode; I = min((1/2 - alpha_min) x W_max, W_max - cwnd) (Eq. 2
+    /// within the gap to W_max).
     Alpha { window: usize },
     /// Swift HCP (PPT §6.2, "PPT on delay-based transport"): on an HCP ACK at which the fabric
     /// delay falls below Swift's target delay (the previous ACK's was at or above it);
@@ -541,12 +576,16 @@ struct SndFlow {
     round_end: u64,
     alphas: [f64; 32],
     n_alpha: usize,
+    /// The lowest alpha sample since start-up ended (`alpha_window = 0`).
+    amin_all: f64,
     /// A congestion episode (a round in which alpha rose, or the end of start-up) has begun
     /// and no case-2 loop has been opened for it yet.
     episode: bool,
     /// The latest HCP ACK's fabric delay was at or above Swift's target (delay trigger).
     delay_above: bool,
-    open_timer: TimerSlot,
+    /// A delayed case-1 loop (identified large flow) waits for the flow's 2nd round, i.e.
+    /// its first HCP ACK.
+    case1_pending: bool,
 }
 
 struct RcvFlow {
@@ -780,14 +819,16 @@ impl DualLoop {
         let cwnd = f.hcp.cwnd();
         f.w_max = f.w_max.max(cwnd);
         let max_mdf = p.tcp.swift.as_ref().map_or(0.5, |s| s.max_mdf);
-        if p.lcp && fell && !f.lp.is_open() && !f.open_timer.is_armed() {
+        if p.lcp && fell && !f.lp.is_open() && !f.case1_pending {
             let init = (f.w_max - cwnd).min((max_mdf * f.w_max as f64) as u64);
             let rtt = rtt_of(f, info);
             let mut opened = false;
+            let before = f.lp.stats.pkts;
             with_lcp(p, f, info, now, out, |lp, lx| {
                 opened = lp.open(lx, init, rtt);
             });
             if opened {
+                f.lp.mark_case2(before);
                 f.lp.stats.case2_loops += 1;
             }
         }
@@ -805,11 +846,16 @@ impl DualLoop {
             f.episode = true;
             f.round_end = f.hcp.snd_max();
         }
-        f.w_max = f.w_max.max(f.hcp.cwnd());
+        // W_max: windows from the end of the first round after start-up (footnote 3: only
+        // windows after the start-up phase; the first round still holds the reduction).
+        if f.n_alpha > 0 {
+            f.w_max = f.w_max.max(f.hcp.cwnd());
+        }
         if f.hcp.snd_una() < f.round_end {
             return;
         }
         f.round_end = f.hcp.snd_max();
+        f.w_max = f.w_max.max(f.hcp.cwnd());
         let a = f.hcp.alpha();
         let w = alpha_window.clamp(1, 32);
         if f.n_alpha > 0 && a > f.alphas[(f.n_alpha - 1) % 32] {
@@ -822,14 +868,23 @@ impl DualLoop {
         for i in 0..k {
             amin = amin.min(f.alphas[(f.n_alpha - 1 - i) % 32]);
         }
+        if alpha_window == 0 {
+            f.amin_all = f.amin_all.min(a);
+            amin = f.amin_all;
+        }
         if p.lcp && f.episode && a <= amin && !f.lp.is_open() {
-            let init = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
+            // Eq. 2, within the gap to W_max: PPT §3 "the window summation of LCP and HCP
+            // will not exceed the MW a flow experienced in the past".
+            let eq2 = ((0.5 - amin).max(0.0) * f.w_max as f64) as u64;
+            let init = eq2.min(f.w_max.saturating_sub(f.hcp.cwnd()));
             let rtt = rtt_of(f, info);
             let mut opened = false;
+            let before = f.lp.stats.pkts;
             with_lcp(p, f, info, now, out, |lp, lx| {
                 opened = lp.open(lx, init, rtt);
             });
             if opened {
+                f.lp.mark_case2(before);
                 f.lp.stats.case2_loops += 1;
                 f.episode = false;
             }
@@ -910,9 +965,10 @@ impl DualLoop {
             round_end: 0,
             alphas: [0.0; 32],
             n_alpha: 0,
+            amin_all: f64::INFINITY,
             episode: false,
             delay_above: false,
-            open_timer: TimerSlot::default(),
+            case1_pending: false,
         });
         {
             let pol = HcpPolicy { tagging: &self.p.tagging, large, extra: 0, ack: self.p.ack_prio };
@@ -923,9 +979,7 @@ impl DualLoop {
             let init = self.case1_window(info);
             let delay = matches!(self.p.open, OpenPolicy::Intermittent { delay_large: true, .. }) && large;
             if delay {
-                let at = ctx.now + info.base_rtt;
-                let g = f.open_timer.arm(at);
-                ctx.out.timer(at, token(flow, TIMER_LP_OPEN, g));
+                f.case1_pending = true;
             } else {
                 let rtt = info.base_rtt;
                 with_lcp(&self.p, &mut f, info, ctx.now, ctx.out, |lp, lx| {
@@ -1010,6 +1064,23 @@ impl DualLoop {
                     Self::finish(slot);
                     return;
                 }
+                if f.case1_pending {
+                    // The flow's 2nd RTT begins: the delayed case-1 loop opens, unless the HCP
+                    // has already cut its window ("before the flow's window reaches the MW",
+                    // PPT §3.1; e.g. ECN marks on the first window under incast), when only
+                    // case 2 applies (DCTCP HCP).
+                    f.case1_pending = false;
+                    let past_startup =
+                        matches!(p.open, OpenPolicy::Intermittent { case2: Case2::Alpha { .. } | Case2::Off, .. })
+                            && f.hcp.ssthresh() != u64::MAX;
+                    if !past_startup {
+                        let init = info.path_rate.bdp(info.base_rtt).0.saturating_sub(p.tcp.init_cwnd);
+                        let rtt = rtt_of(f, info);
+                        with_lcp(p, f, info, now, ctx.out, |lp, lx| {
+                            lp.open(lx, init, rtt);
+                        });
+                    }
+                }
                 self.after_ack(id, info, now, ctx.out);
             }
             KIND_LP_ACK => {
@@ -1059,17 +1130,6 @@ impl DualLoop {
                 let p = &self.p;
                 let Half::Active(f) = &mut self.slots[id].snd else { return };
                 with_lcp(p, f, info, now, ctx.out, |lp, lx| lp.on_timer(lx, kind, gen));
-            }
-            TIMER_LP_OPEN => {
-                let init = self.case1_window(info);
-                let p = &self.p;
-                let Half::Active(f) = &mut self.slots[id].snd else { return };
-                if f.open_timer.fire(gen) {
-                    let rtt = rtt_of(f, info);
-                    with_lcp(p, f, info, now, ctx.out, |lp, lx| {
-                        lp.open(lx, init, rtt);
-                    });
-                }
             }
             _ => {}
         }

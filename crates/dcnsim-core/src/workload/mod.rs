@@ -346,6 +346,36 @@ mod tests {
     }
 
     #[test]
+    fn incast_flows_per_sender_gives_more_flows_than_hosts() {
+        // 8 hosts, 7 senders x 3 flows = 21 flows per round (PPT Fig. 23's N > hosts).
+        let e = env(8);
+        let w = json!([{"pattern": "incast", "receiver": 0, "senders": 7, "flows_per_sender": 3, "rounds": 2,
+                        "round_interval": "100us"}]);
+        let flows = gen(w, &e, 3);
+        assert_eq!(flows.len(), 42);
+        for start in [Time::ZERO, Time::us(100)] {
+            let mut per: BTreeMap<u32, u32> = BTreeMap::new();
+            for f in flows.iter().filter(|f| f.start == start) {
+                *per.entry(f.src).or_default() += 1;
+            }
+            assert_eq!(per.len(), 7);
+            assert!(per.values().all(|&n| n == 3) && !per.contains_key(&0), "{per:?}");
+        }
+        // The load formula counts every flow: 3x the flows per round, 1/3 the round rate.
+        let one = gen(json!([{"pattern": "incast", "receiver": 0, "senders": 7, "rounds": 400, "load": 0.5}]), &e, 9);
+        let three = gen(
+            json!([{"pattern": "incast", "receiver": 0, "senders": 7, "flows_per_sender": 3, "rounds": 400, "load": 0.5}]),
+            &e,
+            9,
+        );
+        let span = |v: &[FlowSpec]| v.iter().map(|f| f.start.0).max().unwrap() as f64;
+        let ratio = span(&three) / span(&one);
+        assert!((2.5..3.5).contains(&ratio), "{ratio}");
+        let bad = json!([{"pattern": "incast", "receiver": 0, "senders": 7, "flows_per_sender": 0}]);
+        assert_eq!(err(bad, &e).field(), "workload[0].flows_per_sender");
+    }
+
+    #[test]
     fn incast_rounds_have_the_declared_structure() {
         let e = env(32);
         let flows = gen(

@@ -429,6 +429,8 @@ enum Spacing {
 pub(crate) struct Incast {
     receiver: u32,
     senders: Senders,
+    /// Flows each sender starts per round (`flows_per_sender`, default 1).
+    per_sender: u64,
     rounds: u64,
     spacing: Option<Spacing>,
     start: Time,
@@ -477,10 +479,15 @@ impl Incast {
                 Senders::Listed(list)
             }
         };
+        let per_sender = r.flows_per_sender.unwrap_or(1);
+        if per_sender == 0 {
+            return Err(ctx.out_of_range("flows_per_sender", 0, "at least 1", "give a positive number of flows"));
+        }
+        // Flows per round: the load formula counts every flow.
         let n_senders = match &senders {
             Senders::Random { count, .. } => *count,
             Senders::Listed(l) => l.len(),
-        };
+        } * per_sender as usize;
         let rounds = r.rounds.unwrap_or(1);
         if rounds == 0 {
             return Err(ctx.out_of_range("rounds", 0, "at least 1", "give a positive number of rounds"));
@@ -544,7 +551,7 @@ impl Incast {
             }
         }
         ctx.check_count("rounds", rounds as f64 * n_senders as f64)?;
-        Ok(Incast { receiver, senders, rounds, spacing, start, jitter, sizes, deadline })
+        Ok(Incast { receiver, senders, per_sender, rounds, spacing, start, jitter, sizes, deadline })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -576,7 +583,7 @@ impl Incast {
                     &pool[..*count]
                 }
             };
-            for &src in senders {
+            for &src in senders.iter().flat_map(|s| std::iter::repeat_n(s, self.per_sender as usize)) {
                 let jitter = if self.jitter.0 > 0 { jitters.below(self.jitter.0.saturating_add(1)) } else { 0 };
                 out.push(FlowSpec {
                     src,
@@ -601,6 +608,9 @@ impl Incast {
                 Senders::Listed(l) => json!(l),
             },
         );
+        if self.per_sender != 1 {
+            t.insert("flows_per_sender".into(), json!(self.per_sender));
+        }
         t.insert("rounds".into(), json!(self.rounds));
         match self.spacing {
             Some(Spacing::Interval(iv)) => {

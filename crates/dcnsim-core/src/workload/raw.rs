@@ -213,6 +213,7 @@ pub(crate) struct RawLeftRight {
 pub(crate) struct RawIncast {
     pub receiver: Option<u32>,
     pub senders: Option<SendersVal>,
+    pub flows_per_sender: Option<u64>,
     pub rounds: Option<u64>,
     pub round_interval: Option<Time>,
     pub rounds_per_second: Option<f64>,
