@@ -125,7 +125,8 @@ impl<'a> Sim<'a> {
         transport: Box<dyn Transport>,
     ) -> Sim<'a> {
         let salt = sc.rng(streams::ROUTING).next_u64();
-        let net = Network::build(&sc.topology, &sc.queue, salt);
+        let mut net = Network::build(&sc.topology, &sc.queue, salt);
+        net.memoize_flow_routes(&specs.iter().map(|f| (f.src, f.dst)).collect::<Vec<_>>());
         let mss = sc.network.mtu.0 - sc.network.header.0;
         let mut flows = Vec::with_capacity(specs.len());
         let mut ideal = Vec::with_capacity(specs.len());
@@ -334,7 +335,7 @@ impl<'a> Sim<'a> {
             self.actions = out;
         } else {
             let port = match &mut self.spray {
-                None => self.net.route(node, p),
+                None => self.net.route_in_flight(node, p),
                 Some(rng) => {
                     let hops = self.net.routes.next_hops(node, dst);
                     hops[rng.below(hops.len() as u64) as usize]
@@ -476,7 +477,7 @@ impl<'a> Sim<'a> {
                 self.drop_pkt(idx, DROP_MISROUTED);
                 continue;
             }
-            let port = self.net.route(host, &p);
+            let port = self.net.route_in_flight(host, &p);
             self.enqueue(now, port, idx);
         }
         for &(at, token) in &out.timers {
