@@ -148,7 +148,7 @@ impl EventQueue {
         }
     }
     /// Schedule `ev` at `at`. Scheduling in the past is a logic error (checked in debug).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: Time, ev: Event) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let seq = self.seq;
@@ -156,51 +156,68 @@ impl EventQueue {
         if let Event::LinkArrive { port } | Event::TxDone { port } = ev {
             debug_assert!(port < TX_BIT, "port id out of range");
         }
-        match ev {
-            Event::LinkArrive { port } => self.push_wheel(at.0, seq, port),
-            Event::TxDone { port } => self.push_wheel(at.0, seq, port | TX_BIT),
-            _ => self.other.push(Entry { key: ((at.0 as u128) << 64) | seq as u128, ev }),
-        }
+        let port = match ev {
+            Event::LinkArrive { port } => port,
+            Event::TxDone { port } => port | TX_BIT,
+            _ => return self.push_other(at.0, seq, ev),
+        };
+        self.push_wheel(at.0, seq, port);
     }
-    #[inline]
+    /// An event for the heap, keyed by its full (time, sequence).
+    #[inline(never)]
+    fn push_other(&mut self, t: u64, seq: u64, ev: Event) {
+        self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev });
+    }
+    /// A network event: into its bucket, usually at the tail (the common cases are inlined at
+    /// every call site; the rare ones are out of line).
+    #[inline(always)]
     fn push_wheel(&mut self, t: u64, seq: u64, port: u32) {
         let b = t >> self.shift;
         if b.wrapping_sub(self.cur) >= BUCKETS as u64 {
             // Beyond the wheel's span (or, in error, in the past): exact in the heap.
-            self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev: net_event(port) });
-            return;
+            return self.push_other(t, seq, net_event(port));
         }
         let s = b as usize & (BUCKETS - 1);
-        let n = if self.free != NIL {
-            let n = self.free;
-            self.free = self.nodes[n as usize].next;
-            self.nodes[n as usize] = Node { t, seq, port, next: NIL };
-            n
-        } else {
-            self.nodes.push(Node { t, seq, port, next: NIL });
-            (self.nodes.len() - 1) as u32
-        };
+        if self.free == NIL {
+            self.grow_nodes();
+        }
+        let n = self.free;
+        self.free = self.nodes[n as usize].next;
         self.wheel_len += 1;
         // The bucket is a circular list entered at its tail. The new node goes after every
         // node at or before `t` (they have smaller sequence numbers): usually at the tail.
         let tail = self.tails[s];
         if tail == NIL {
-            self.nodes[n as usize].next = n;
+            self.nodes[n as usize] = Node { t, seq, port, next: n };
             self.tails[s] = n;
             self.bits[s / 64] |= 1 << (s % 64);
             self.summary |= 1 << (s / 64);
             return;
         }
-        let head = self.nodes[tail as usize].next;
-        if self.nodes[tail as usize].t <= t {
-            self.nodes[n as usize].next = head;
-            self.nodes[tail as usize].next = n;
+        let tail_node = &mut self.nodes[tail as usize];
+        if tail_node.t <= t {
+            let head = tail_node.next;
+            tail_node.next = n;
+            self.nodes[n as usize] = Node { t, seq, port, next: head };
             self.tails[s] = n;
             return;
         }
-        // Some node is later than `t` (the tail at least): insert before the first one.
+        self.nodes[n as usize] = Node { t, seq, port, next: NIL };
+        self.insert_before_later(tail, n, t);
+    }
+    /// Put a new node on the (empty) free list.
+    #[cold]
+    #[inline(never)]
+    fn grow_nodes(&mut self) {
+        self.nodes.push(Node { t: 0, seq: 0, port: 0, next: self.free });
+        self.free = (self.nodes.len() - 1) as u32;
+    }
+    /// Link node `n` (time `t`, the largest sequence) into the bucket whose tail `tail` is later
+    /// than `t`: before the first node later than `t`.
+    #[inline(never)]
+    fn insert_before_later(&mut self, tail: u32, n: u32, t: u64) {
         let mut prev = tail;
-        let mut cur = head;
+        let mut cur = self.nodes[tail as usize].next;
         while self.nodes[cur as usize].t <= t {
             prev = cur;
             cur = self.nodes[cur as usize].next;

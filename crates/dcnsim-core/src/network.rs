@@ -37,9 +37,6 @@ pub struct Port {
     /// End of the current serialization.
     pub busy_until: Time,
     pub delay: Time,
-    /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
-    /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
-    pub wake_at: Time,
     /// Bytes serialized so far.
     pub tx_bytes: u64,
     /// Packets on the wire towards `peer`: (arrival time of the last bit, packet), in
@@ -54,6 +51,9 @@ pub struct Port {
     /// A `TxDone` event for this port is in the event queue.
     pub txdone_pending: bool,
     // ---- second cache line ----
+    /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
+    /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
+    pub wake_at: Time,
     pub node: NodeId,
     pub rate: Rate,
     pub disc: Box<dyn QueueDisc>,
@@ -461,6 +461,25 @@ mod tests {
             pfabric: Default::default(),
             crossmark: Default::default(),
             credit: Default::default(),
+        }
+    }
+
+    /// The fields a forwarded packet touches share the port's first cache line.
+    #[test]
+    fn port_hot_fields_fill_one_cache_line() {
+        use std::mem::offset_of;
+        assert_eq!(std::mem::align_of::<Port>(), 64);
+        for end in [
+            offset_of!(Port, busy_until) + 8,
+            offset_of!(Port, delay) + 8,
+            offset_of!(Port, tx_bytes) + 8,
+            offset_of!(Port, pipe) + std::mem::size_of::<Pipe>(),
+            offset_of!(Port, peer) + 4,
+            offset_of!(Port, ps_per_byte) + 4,
+            offset_of!(Port, passthrough) + 4,
+            offset_of!(Port, txdone_pending) + 1,
+        ] {
+            assert!(end <= 64, "{end}");
         }
     }
 

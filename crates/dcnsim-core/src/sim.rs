@@ -391,11 +391,8 @@ impl<'a> Sim<'a> {
     #[inline]
     fn start_tx(&mut self, now: Time, port: u32) {
         let pt = &mut self.net.ports[port as usize];
-        match pt.disc.dequeue(now, &mut self.arena) {
-            Some((idx, size)) => {
-                let queued = !pt.disc.is_empty();
-                self.transmit(now, port, idx, size, queued)
-            }
+        match pt.disc.dequeue_more(now, &mut self.arena) {
+            Some((idx, size, queued)) => self.transmit(now, port, idx, size, queued),
             None => {
                 if !pt.disc.is_empty() {
                     // Packets wait but none may leave yet (a shaper): wake the port when
