@@ -185,28 +185,44 @@ impl EventQueue {
             self.grow_nodes();
         }
         let n = self.free;
-        self.free = self.nodes[n as usize].next;
+        self.free = self.node(n).next;
         self.wheel_len += 1;
         // The bucket is a circular list entered at its tail. The new node goes after every
         // node at or before `t` (they have smaller sequence numbers): usually at the tail.
         let tail = self.tails[s];
         if tail == NIL {
-            self.nodes[n as usize] = Node { t, seq, port, next: n };
+            *self.node_mut(n) = Node { t, seq, port, next: n };
             self.tails[s] = n;
             self.bits[s / 64] |= 1 << (s % 64);
             self.summary |= 1 << (s / 64);
             return;
         }
-        let tail_node = &mut self.nodes[tail as usize];
+        let tail_node = self.node_mut(tail);
         if tail_node.t <= t {
             let head = tail_node.next;
             tail_node.next = n;
-            self.nodes[n as usize] = Node { t, seq, port, next: head };
+            *self.node_mut(n) = Node { t, seq, port, next: head };
             self.tails[s] = n;
             return;
         }
-        self.nodes[n as usize] = Node { t, seq, port, next: NIL };
+        *self.node_mut(n) = Node { t, seq, port, next: NIL };
         self.insert_before_later(tail, n, t);
+    }
+    /// Node `n` of the wheel. Every index the wheel follows (`free` when not NIL, a
+    /// non-NIL `tails` entry, the `next` of a linked node) is one `grow_nodes` handed out,
+    /// below `nodes.len()`, and nodes are never removed: the bounds check is skipped on this,
+    /// the busiest path of the simulator (checked in debug builds).
+    #[inline(always)]
+    fn node(&self, n: u32) -> &Node {
+        debug_assert!((n as usize) < self.nodes.len(), "wheel node {n} out of range");
+        // SAFETY: `n < nodes.len()` by the invariant above.
+        unsafe { self.nodes.get_unchecked(n as usize) }
+    }
+    #[inline(always)]
+    fn node_mut(&mut self, n: u32) -> &mut Node {
+        debug_assert!((n as usize) < self.nodes.len(), "wheel node {n} out of range");
+        // SAFETY: `n < nodes.len()` by the invariant of `node`.
+        unsafe { self.nodes.get_unchecked_mut(n as usize) }
     }
     /// Put a new node on the (empty) free list.
     #[cold]
@@ -220,13 +236,13 @@ impl EventQueue {
     #[inline(never)]
     fn insert_before_later(&mut self, tail: u32, n: u32, t: u64) {
         let mut prev = tail;
-        let mut cur = self.nodes[tail as usize].next;
-        while self.nodes[cur as usize].t <= t {
+        let mut cur = self.node(tail).next;
+        while self.node(cur).t <= t {
             prev = cur;
-            cur = self.nodes[cur as usize].next;
+            cur = self.node(cur).next;
         }
-        self.nodes[n as usize].next = cur;
-        self.nodes[prev as usize].next = n;
+        self.node_mut(n).next = cur;
+        self.node_mut(prev).next = n;
     }
     /// Slot of the first non-empty bucket at or after the clock's, in time order.
     #[inline]
@@ -250,8 +266,8 @@ impl EventQueue {
     #[inline]
     fn wheel_head(&self) -> Option<(usize, u32, Node)> {
         let s = self.first_slot()?;
-        let n = self.nodes[self.tails[s % BUCKETS] as usize].next;
-        Some((s, n, self.nodes[n as usize]))
+        let n = self.node(self.tails[s % BUCKETS]).next;
+        Some((s, n, *self.node(n)))
     }
     /// Whether the heap's head comes before the wheel's (None: both empty).
     #[inline]
@@ -281,9 +297,9 @@ impl EventQueue {
                     self.summary &= !(1 << (s / 64));
                 }
             } else {
-                self.nodes[tail as usize].next = e.next;
+                self.node_mut(tail).next = e.next;
             }
-            self.nodes[n as usize].next = self.free;
+            self.node_mut(n).next = self.free;
             self.free = n;
             self.wheel_len -= 1;
             (Time(e.t), net_event(e.port))
