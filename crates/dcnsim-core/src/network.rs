@@ -75,6 +75,10 @@ impl Port {
 
 /// The packets on a link, in FIFO order: (arrival time of the last bit, packet). A ring
 /// buffer of power-of-two capacity, 24 bytes, so it shares its port's hot cache line.
+///
+/// Invariant: `buf` is empty or has a power-of-two length, `len <= buf.len()`, and
+/// `head < buf.len()` whenever `len > 0`; the hot accessors skip the bounds checks it makes
+/// redundant (checked in debug builds).
 #[derive(Default)]
 pub struct Pipe {
     buf: Box<[(Time, PktIdx)]>,
@@ -96,7 +100,9 @@ impl Pipe {
         if self.len == 0 {
             None
         } else {
-            self.buf.get(self.head as usize)
+            debug_assert!((self.head as usize) < self.buf.len());
+            // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
+            Some(unsafe { self.buf.get_unchecked(self.head as usize) })
         }
     }
     #[inline]
@@ -104,7 +110,9 @@ impl Pipe {
         if self.len == 0 {
             return None;
         }
-        let e = self.buf[self.head as usize];
+        debug_assert!((self.head as usize) < self.buf.len());
+        // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
+        let e = unsafe { *self.buf.get_unchecked(self.head as usize) };
         self.head = (self.head + 1) & (self.buf.len() as u32 - 1);
         self.len -= 1;
         Some(e)
@@ -114,8 +122,11 @@ impl Pipe {
         if self.len as usize == self.buf.len() {
             self.grow();
         }
+        // `buf.len()` is a power of two above `len` here, so the mask keeps `i` in range.
         let i = (self.head + self.len) as usize & (self.buf.len() - 1);
-        self.buf[i] = e;
+        debug_assert!(i < self.buf.len());
+        // SAFETY: `i <= buf.len() - 1` by the mask, and `buf` is not empty (`len < buf.len()`).
+        unsafe { *self.buf.get_unchecked_mut(i) = e };
         self.len += 1;
     }
     #[cold]
