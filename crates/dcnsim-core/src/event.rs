@@ -57,8 +57,10 @@ impl Ord for Entry {
 }
 
 /// A link arrival or transmission end in the wheel: a node of its bucket's list. `port`
-/// has its top bit set for `TxDone`.
+/// has its top bit set for `TxDone`. 24 bytes, aligned to 32 so that a node never spans
+/// two cache lines.
 #[derive(Copy, Clone, Debug)]
+#[repr(C, align(32))]
 struct Node {
     t: u64,
     seq: u64,
@@ -81,8 +83,9 @@ fn net_event(port: u32) -> Event {
     }
 }
 
-/// Number of wheel buckets: 64 x 64, so a two-level bitmap finds the next one.
-const BUCKETS: usize = 4096;
+/// Number of wheel buckets: 128 x 64, so a two-level bitmap (a `u128` over 128 words) finds
+/// the next one.
+const BUCKETS: usize = 8192;
 const WORDS: usize = BUCKETS / 64;
 
 /// Min-priority queue of events keyed by (time, insertion sequence).
@@ -109,7 +112,7 @@ pub struct EventQueue {
     free: u32,
     /// Bit b of word w: bucket 64 w + b is non-empty; bit w of `summary`: word w is not 0.
     bits: [u64; WORDS],
-    summary: u64,
+    summary: u128,
     shift: u32,
     /// Bucket (absolute, not reduced mod BUCKETS) of the clock.
     cur: u64,
@@ -148,7 +151,7 @@ impl EventQueue {
         }
     }
     /// Schedule `ev` at `at`. Scheduling in the past is a logic error (checked in debug).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: Time, ev: Event) {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let seq = self.seq;
@@ -156,57 +159,90 @@ impl EventQueue {
         if let Event::LinkArrive { port } | Event::TxDone { port } = ev {
             debug_assert!(port < TX_BIT, "port id out of range");
         }
-        match ev {
-            Event::LinkArrive { port } => self.push_wheel(at.0, seq, port),
-            Event::TxDone { port } => self.push_wheel(at.0, seq, port | TX_BIT),
-            _ => self.other.push(Entry { key: ((at.0 as u128) << 64) | seq as u128, ev }),
-        }
+        let port = match ev {
+            Event::LinkArrive { port } => port,
+            Event::TxDone { port } => port | TX_BIT,
+            _ => return self.push_other(at.0, seq, ev),
+        };
+        self.push_wheel(at.0, seq, port);
     }
-    #[inline]
+    /// An event for the heap, keyed by its full (time, sequence).
+    #[inline(never)]
+    fn push_other(&mut self, t: u64, seq: u64, ev: Event) {
+        self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev });
+    }
+    /// A network event: into its bucket, usually at the tail (the common cases are inlined at
+    /// every call site; the rare ones are out of line).
+    #[inline(always)]
     fn push_wheel(&mut self, t: u64, seq: u64, port: u32) {
         let b = t >> self.shift;
         if b.wrapping_sub(self.cur) >= BUCKETS as u64 {
             // Beyond the wheel's span (or, in error, in the past): exact in the heap.
-            self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev: net_event(port) });
-            return;
+            return self.push_other(t, seq, net_event(port));
         }
         let s = b as usize & (BUCKETS - 1);
-        let n = if self.free != NIL {
-            let n = self.free;
-            self.free = self.nodes[n as usize].next;
-            self.nodes[n as usize] = Node { t, seq, port, next: NIL };
-            n
-        } else {
-            self.nodes.push(Node { t, seq, port, next: NIL });
-            (self.nodes.len() - 1) as u32
-        };
+        if self.free == NIL {
+            self.grow_nodes();
+        }
+        let n = self.free;
+        self.free = self.node(n).next;
         self.wheel_len += 1;
         // The bucket is a circular list entered at its tail. The new node goes after every
         // node at or before `t` (they have smaller sequence numbers): usually at the tail.
         let tail = self.tails[s];
         if tail == NIL {
-            self.nodes[n as usize].next = n;
+            *self.node_mut(n) = Node { t, seq, port, next: n };
             self.tails[s] = n;
             self.bits[s / 64] |= 1 << (s % 64);
             self.summary |= 1 << (s / 64);
             return;
         }
-        let head = self.nodes[tail as usize].next;
-        if self.nodes[tail as usize].t <= t {
-            self.nodes[n as usize].next = head;
-            self.nodes[tail as usize].next = n;
+        let tail_node = self.node_mut(tail);
+        if tail_node.t <= t {
+            let head = tail_node.next;
+            tail_node.next = n;
+            *self.node_mut(n) = Node { t, seq, port, next: head };
             self.tails[s] = n;
             return;
         }
-        // Some node is later than `t` (the tail at least): insert before the first one.
+        *self.node_mut(n) = Node { t, seq, port, next: NIL };
+        self.insert_before_later(tail, n, t);
+    }
+    /// Node `n` of the wheel. Every index the wheel follows (`free` when not NIL, a
+    /// non-NIL `tails` entry, the `next` of a linked node) is one `grow_nodes` handed out,
+    /// below `nodes.len()`, and nodes are never removed: the bounds check is skipped on this,
+    /// the busiest path of the simulator (checked in debug builds).
+    #[inline(always)]
+    fn node(&self, n: u32) -> &Node {
+        debug_assert!((n as usize) < self.nodes.len(), "wheel node {n} out of range");
+        // SAFETY: `n < nodes.len()` by the invariant above.
+        unsafe { self.nodes.get_unchecked(n as usize) }
+    }
+    #[inline(always)]
+    fn node_mut(&mut self, n: u32) -> &mut Node {
+        debug_assert!((n as usize) < self.nodes.len(), "wheel node {n} out of range");
+        // SAFETY: `n < nodes.len()` by the invariant of `node`.
+        unsafe { self.nodes.get_unchecked_mut(n as usize) }
+    }
+    /// Put a new node on the (empty) free list.
+    #[cold]
+    #[inline(never)]
+    fn grow_nodes(&mut self) {
+        self.nodes.push(Node { t: 0, seq: 0, port: 0, next: self.free });
+        self.free = (self.nodes.len() - 1) as u32;
+    }
+    /// Link node `n` (time `t`, the largest sequence) into the bucket whose tail `tail` is later
+    /// than `t`: before the first node later than `t`.
+    #[inline(never)]
+    fn insert_before_later(&mut self, tail: u32, n: u32, t: u64) {
         let mut prev = tail;
-        let mut cur = head;
-        while self.nodes[cur as usize].t <= t {
+        let mut cur = self.node(tail).next;
+        while self.node(cur).t <= t {
             prev = cur;
-            cur = self.nodes[cur as usize].next;
+            cur = self.node(cur).next;
         }
-        self.nodes[n as usize].next = cur;
-        self.nodes[prev as usize].next = n;
+        self.node_mut(n).next = cur;
+        self.node_mut(prev).next = n;
     }
     /// Slot of the first non-empty bucket at or after the clock's, in time order.
     #[inline]
@@ -222,7 +258,7 @@ impl EventQueue {
         }
         // The next non-empty word after `w`, else (wrapping round) the first one: it holds
         // the latest times, possibly in word `w` itself, before `start`.
-        let later = self.summary & (!1u64 << w);
+        let later = self.summary & (!1u128 << w);
         let w = if later != 0 { later.trailing_zeros() } else { self.summary.trailing_zeros() } as usize;
         Some(w * 64 + self.bits[w % WORDS].trailing_zeros() as usize)
     }
@@ -230,8 +266,8 @@ impl EventQueue {
     #[inline]
     fn wheel_head(&self) -> Option<(usize, u32, Node)> {
         let s = self.first_slot()?;
-        let n = self.nodes[self.tails[s % BUCKETS] as usize].next;
-        Some((s, n, self.nodes[n as usize]))
+        let n = self.node(self.tails[s % BUCKETS]).next;
+        Some((s, n, *self.node(n)))
     }
     /// Whether the heap's head comes before the wheel's (None: both empty).
     #[inline]
@@ -261,9 +297,9 @@ impl EventQueue {
                     self.summary &= !(1 << (s / 64));
                 }
             } else {
-                self.nodes[tail as usize].next = e.next;
+                self.node_mut(tail).next = e.next;
             }
-            self.nodes[n as usize].next = self.free;
+            self.node_mut(n).next = self.free;
             self.free = n;
             self.wheel_len -= 1;
             (Time(e.t), net_event(e.port))

@@ -37,9 +37,6 @@ pub struct Port {
     /// End of the current serialization.
     pub busy_until: Time,
     pub delay: Time,
-    /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
-    /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
-    pub wake_at: Time,
     /// Bytes serialized so far.
     pub tx_bytes: u64,
     /// Packets on the wire towards `peer`: (arrival time of the last bit, packet), in
@@ -54,6 +51,9 @@ pub struct Port {
     /// A `TxDone` event for this port is in the event queue.
     pub txdone_pending: bool,
     // ---- second cache line ----
+    /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
+    /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
+    pub wake_at: Time,
     pub node: NodeId,
     pub rate: Rate,
     pub disc: Box<dyn QueueDisc>,
@@ -75,6 +75,10 @@ impl Port {
 
 /// The packets on a link, in FIFO order: (arrival time of the last bit, packet). A ring
 /// buffer of power-of-two capacity, 24 bytes, so it shares its port's hot cache line.
+///
+/// Invariant: `buf` is empty or has a power-of-two length, `len <= buf.len()`, and
+/// `head < buf.len()` whenever `len > 0`; the hot accessors skip the bounds checks it makes
+/// redundant (checked in debug builds).
 #[derive(Default)]
 pub struct Pipe {
     buf: Box<[(Time, PktIdx)]>,
@@ -96,7 +100,9 @@ impl Pipe {
         if self.len == 0 {
             None
         } else {
-            self.buf.get(self.head as usize)
+            debug_assert!((self.head as usize) < self.buf.len());
+            // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
+            Some(unsafe { self.buf.get_unchecked(self.head as usize) })
         }
     }
     #[inline]
@@ -104,7 +110,9 @@ impl Pipe {
         if self.len == 0 {
             return None;
         }
-        let e = self.buf[self.head as usize];
+        debug_assert!((self.head as usize) < self.buf.len());
+        // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
+        let e = unsafe { *self.buf.get_unchecked(self.head as usize) };
         self.head = (self.head + 1) & (self.buf.len() as u32 - 1);
         self.len -= 1;
         Some(e)
@@ -114,8 +122,11 @@ impl Pipe {
         if self.len as usize == self.buf.len() {
             self.grow();
         }
+        // `buf.len()` is a power of two above `len` here, so the mask keeps `i` in range.
         let i = (self.head + self.len) as usize & (self.buf.len() - 1);
-        self.buf[i] = e;
+        debug_assert!(i < self.buf.len());
+        // SAFETY: `i <= buf.len() - 1` by the mask, and `buf` is not empty (`len < buf.len()`).
+        unsafe { *self.buf.get_unchecked_mut(i) = e };
         self.len += 1;
     }
     #[cold]
@@ -174,6 +185,26 @@ impl Routes {
     }
 }
 
+/// Links of a flow's path a [`FlowRoute`] holds per direction; longer paths are routed
+/// hop by hop through the table.
+pub const FLOW_ROUTE_HOPS: usize = 6;
+
+/// The ECMP path of one flow in both directions, memoized so that a packet in flight finds
+/// its next port with one read of a cache line its flow's other packets keep warm, instead of
+/// the per-(node, destination) table, the port list and the hash. One 64-byte line.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct FlowRoute {
+    /// The flow's endpoints: a packet from `ends[d]` to `ends[1 - d]` follows `ports[d]`.
+    ends: [NodeId; 2],
+    /// Each direction's egress ports, hop by hop, then [`NO_PORT`] (all of them when the
+    /// path is not memoized: the table decides).
+    ports: [[u32; FLOW_ROUTE_HOPS]; 2],
+}
+
+/// Filler of a [`FlowRoute`] beyond its path's end.
+const NO_PORT: u32 = u32::MAX;
+
 /// Ports plus routes.
 pub struct Network {
     pub ports: Vec<Port>,
@@ -181,6 +212,8 @@ pub struct Network {
     pub node_ports: Vec<Vec<u32>>,
     pub routes: Routes,
     pub num_hosts: u32,
+    /// Per-flow memoized ECMP paths ([`Network::memoize_flow_routes`]), indexed by flow id.
+    flow_routes: Vec<FlowRoute>,
 }
 
 impl Network {
@@ -220,7 +253,27 @@ impl Network {
             }
         }
         let routes = compute_routes(topo, &adj, salt);
-        Network { ports, node_ports, routes, num_hosts: topo.num_hosts }
+        Network { ports, node_ports, routes, num_hosts: topo.num_hosts, flow_routes: Vec::new() }
+    }
+
+    /// Memoize the ECMP paths of flows `0..ends.len()` (flow `i` between `ends[i].0` and
+    /// `ends[i].1`, both directions) for [`Network::route_in_flight`]. Paths longer than
+    /// [`FLOW_ROUTE_HOPS`] links are not memoized. Only speed depends on it.
+    pub fn memoize_flow_routes(&mut self, ends: &[(NodeId, NodeId)]) {
+        let mut v = Vec::with_capacity(ends.len());
+        for (i, &(a, b)) in ends.iter().enumerate() {
+            let mut r = FlowRoute { ends: [a, b], ports: [[NO_PORT; FLOW_ROUTE_HOPS]; 2] };
+            if a != b {
+                for (d, (x, y)) in [(a, b), (b, a)].into_iter().enumerate() {
+                    let path = self.flow_path(i as FlowId, x, y);
+                    if !path.is_empty() && path.len() <= FLOW_ROUTE_HOPS {
+                        r.ports[d][..path.len()].copy_from_slice(&path);
+                    }
+                }
+            }
+            v.push(r);
+        }
+        self.flow_routes = v;
     }
 
     /// The ports a flow's packets take from `src` to `dst` under ECMP.
@@ -276,6 +329,34 @@ impl Network {
             }
         }
         self.routes.ecmp(node, p.dst, p.flow)
+    }
+
+    /// [`Network::route`] for a packet the runner moves: one that entered the network at
+    /// `p.src` with `p.hops == 0` and has since crossed exactly `p.hops` links, each chosen by
+    /// this function (so `node` is the `p.hops`-th node of its flow's ECMP path). Such a
+    /// packet of a flow whose path is memoized ([`Network::memoize_flow_routes`]) and that
+    /// travels between the flow's endpoints takes the memoized port; any other packet is
+    /// routed by [`Network::route`]. Both give the same port.
+    #[inline(always)]
+    pub fn route_in_flight(&self, node: NodeId, p: &Packet) -> u32 {
+        if let Some(r) = self.flow_routes.get(p.flow as usize) {
+            // Direction 1 if the packet comes from the flow's receiver, else 0 (checked below).
+            let d = (p.src == r.ends[1]) as usize;
+            if p.src == r.ends[d] && p.dst == r.ends[d ^ 1] && !p.flags.has(PacketFlags::REVERSE_PATH) {
+                if let Some(&port) = r.ports[d].get(p.hops as usize) {
+                    if port != NO_PORT {
+                        debug_assert_eq!(port, self.route(node, p), "memoized route of flow {}", p.flow);
+                        return port;
+                    }
+                }
+            }
+        }
+        self.route_uncached(node, p)
+    }
+
+    #[inline(never)]
+    fn route_uncached(&self, node: NodeId, p: &Packet) -> u32 {
+        self.route(node, p)
     }
 
     /// Base RTT of a path (CONVENTIONS.md): twice the one-way propagation delay plus the
@@ -391,6 +472,25 @@ mod tests {
             pfabric: Default::default(),
             crossmark: Default::default(),
             credit: Default::default(),
+        }
+    }
+
+    /// The fields a forwarded packet touches share the port's first cache line.
+    #[test]
+    fn port_hot_fields_fill_one_cache_line() {
+        use std::mem::offset_of;
+        assert_eq!(std::mem::align_of::<Port>(), 64);
+        for end in [
+            offset_of!(Port, busy_until) + 8,
+            offset_of!(Port, delay) + 8,
+            offset_of!(Port, tx_bytes) + 8,
+            offset_of!(Port, pipe) + std::mem::size_of::<Pipe>(),
+            offset_of!(Port, peer) + 4,
+            offset_of!(Port, ps_per_byte) + 4,
+            offset_of!(Port, passthrough) + 4,
+            offset_of!(Port, txdone_pending) + 1,
+        ] {
+            assert!(end <= 64, "{end}");
         }
     }
 
@@ -530,6 +630,32 @@ mod tests {
             }
         }
         assert!(differs > 20, "without the flag the reverse direction is hashed independently ({differs})");
+    }
+
+    /// Memoized per-flow routes give exactly the table's port at every hop, both ways, and
+    /// packets that do not travel between their flow's endpoints (or are flagged) fall back.
+    #[test]
+    fn memoized_flow_routes_equal_table_routes() {
+        let t = topology::build(&json!({"kind": "fat_tree", "k": 4})).unwrap();
+        let mut net = Network::build(&t, &qcfg(), 7);
+        let ends: Vec<(NodeId, NodeId)> = (0..300u32).map(|f| (f % 16, (f * 7 + 5) % 16)).collect();
+        net.memoize_flow_routes(&ends);
+        for (flow, &(a, b)) in ends.iter().enumerate() {
+            for (src, dst, flags) in [(a, b, 0), (b, a, 0), (a, b, PacketFlags::REVERSE_PATH), ((a + 1) % 16, b, 0)] {
+                if src == dst {
+                    continue;
+                }
+                let mut p = Packet { src, dst, flow: flow as FlowId, flags: PacketFlags(flags), ..Default::default() };
+                let mut at = src;
+                while at != dst {
+                    let port = net.route_in_flight(at, &p);
+                    assert_eq!(port, net.route(at, &p), "flow {flow} at {at}");
+                    at = net.ports[port as usize].peer;
+                    p.hops += 1;
+                    assert!(p.hops <= 6);
+                }
+            }
+        }
     }
 
     #[test]

@@ -63,8 +63,14 @@ impl PacketFlags {
     }
 }
 
-/// A packet. 64 bytes; copied by value into the arena.
+/// A packet. 72 bytes; copied by value into the arena.
+///
+/// `repr(C)` keeps the fields a switch reads per hop (addresses, flow, wire size, priority,
+/// ECN, flags, hop count) together in the first 22 bytes, so that a packet in the arena (at
+/// any 8-byte offset) spreads them over two cache lines in at most 2 cases out of 8 rather
+/// than the 4 of the compiler's own layout, which put them between bytes 32 and 68.
 #[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
 pub struct Packet {
     // ---- network header ----
     pub src: NodeId,
@@ -72,26 +78,26 @@ pub struct Packet {
     pub flow: FlowId,
     /// Bytes on the wire (headers included).
     pub size: u32,
-    /// Payload bytes carried (0 for control packets).
-    pub payload: u32,
     /// Priority class, 0 = highest, 7 = lowest.
     pub prio: u8,
     pub ecn: Ecn,
     pub flags: PacketFlags,
-    /// Per-packet path entropy for spraying (set by the sender; 0 = use the flow hash only).
-    pub entropy: u16,
+    pub hops: u8,
     // ---- transport header (meaning defined by the transport module) ----
     pub kind: u8,
-    pub hops: u8,
+    /// Per-packet path entropy for spraying (set by the sender; 0 = use the flow hash only).
+    pub entropy: u16,
+    /// Payload bytes carried (0 for control packets).
+    pub payload: u32,
+    /// Transport-defined rank (pFabric remaining size, Homa priority hints...).
+    pub rank: u32,
+    pub aux2: u32,
     /// Byte offset of the payload (for DATA packets), or a transport-defined value.
     pub seq: u64,
     pub ack: u64,
     pub aux: u64,
     /// Timestamp a transport may stamp (e.g. send time for RTT samples).
     pub ts: Time,
-    /// Transport-defined rank (pFabric remaining size, Homa priority hints...).
-    pub rank: u32,
-    pub aux2: u32,
 }
 
 impl Packet {
@@ -174,6 +180,14 @@ mod tests {
     #[test]
     fn packet_is_compact() {
         assert!(std::mem::size_of::<Packet>() <= 72, "{}", std::mem::size_of::<Packet>());
+        // The per-hop fields share the first 24 bytes (see the struct's documentation).
+        let p = Packet::default();
+        let base = &p as *const Packet as usize;
+        for off in
+            [&p.hops as *const u8 as usize, &p.flags as *const PacketFlags as usize, &p.size as *const u32 as usize]
+        {
+            assert!(off - base < 24);
+        }
     }
     #[test]
     fn arena_recycles() {

@@ -90,6 +90,10 @@ pub struct Sim<'a> {
     next_flow: usize,
     fg_total: u64,
     fg_done: u64,
+    /// Every foreground flow has arrived and completed and the run stops when done
+    /// (`fg_total > 0`, `fg_done == fg_total`, `next_flow == flows.len()`, `stop_when_done`):
+    /// updated where those change, so the loop tests one flag per event.
+    all_done: bool,
     actions: Actions,
     fx: PortEffects,
     spray: Option<Rng>,
@@ -125,7 +129,8 @@ impl<'a> Sim<'a> {
         transport: Box<dyn Transport>,
     ) -> Sim<'a> {
         let salt = sc.rng(streams::ROUTING).next_u64();
-        let net = Network::build(&sc.topology, &sc.queue, salt);
+        let mut net = Network::build(&sc.topology, &sc.queue, salt);
+        net.memoize_flow_routes(&specs.iter().map(|f| (f.src, f.dst)).collect::<Vec<_>>());
         let mss = sc.network.mtu.0 - sc.network.header.0;
         let mut flows = Vec::with_capacity(specs.len());
         let mut ideal = Vec::with_capacity(specs.len());
@@ -181,6 +186,7 @@ impl<'a> Sim<'a> {
             next_flow: 0,
             fg_total,
             fg_done: 0,
+            all_done: false,
             actions: Actions::new(),
             fx: PortEffects::default(),
             spray,
@@ -277,11 +283,7 @@ impl<'a> Sim<'a> {
                 }
             }
             // With only background flows there is nothing to wait for: run to the time limit.
-            if self.fg_total > 0
-                && self.fg_done == self.fg_total
-                && self.next_flow >= self.flows.len()
-                && self.sc.run.stop_when_done
-            {
+            if self.all_done {
                 if self.arena.live() == 0 {
                     break;
                 }
@@ -334,7 +336,7 @@ impl<'a> Sim<'a> {
             self.actions = out;
         } else {
             let port = match &mut self.spray {
-                None => self.net.route(node, p),
+                None => self.net.route_in_flight(node, p),
                 Some(rng) => {
                     let hops = self.net.routes.next_hops(node, dst);
                     hops[rng.below(hops.len() as u64) as usize]
@@ -352,7 +354,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, now: Time, port: u32, idx: PktIdx) {
         let pt = &mut self.net.ports[port as usize];
         // Fast path: the port is idle and (no TxDone pending) its queue empty, and the
@@ -387,14 +389,11 @@ impl<'a> Sim<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_tx(&mut self, now: Time, port: u32) {
         let pt = &mut self.net.ports[port as usize];
-        match pt.disc.dequeue(now, &mut self.arena) {
-            Some((idx, size)) => {
-                let queued = !pt.disc.is_empty();
-                self.transmit(now, port, idx, size, queued)
-            }
+        match pt.disc.dequeue_more(now, &mut self.arena) {
+            Some((idx, size, queued)) => self.transmit(now, port, idx, size, queued),
             None => {
                 if !pt.disc.is_empty() {
                     // Packets wait but none may leave yet (a shaper): wake the port when
@@ -422,7 +421,7 @@ impl<'a> Sim<'a> {
 
     /// Start serializing packet `idx` (of wire size `size`, already out of the queue) on
     /// idle port `port`; `queued`: packets are still waiting in its queue.
-    #[inline]
+    #[inline(always)]
     fn transmit(&mut self, now: Time, port: u32, idx: PktIdx, size: u32, queued: bool) {
         let pt = &mut self.net.ports[port as usize];
         let size = size as u64;
@@ -446,6 +445,7 @@ impl<'a> Sim<'a> {
     fn flow_arrival(&mut self, now: Time) {
         let f = self.next_flow;
         self.next_flow += 1;
+        self.update_all_done();
         let host = self.flows[f].src;
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
@@ -476,7 +476,7 @@ impl<'a> Sim<'a> {
                 self.drop_pkt(idx, DROP_MISROUTED);
                 continue;
             }
-            let port = self.net.route(host, &p);
+            let port = self.net.route_in_flight(host, &p);
             self.enqueue(now, port, idx);
         }
         for &(at, token) in &out.timers {
@@ -499,6 +499,7 @@ impl<'a> Sim<'a> {
             self.finish[fi] = now.0;
             if !self.flows[fi].background {
                 self.fg_done += 1;
+                self.update_all_done();
             }
             if let Some(a) = &self.audit {
                 if !a[fi].covers(self.flows[fi].size.0) {
@@ -509,6 +510,13 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+    }
+
+    fn update_all_done(&mut self) {
+        self.all_done = self.fg_total > 0
+            && self.fg_done == self.fg_total
+            && self.next_flow >= self.flows.len()
+            && self.sc.run.stop_when_done;
     }
 
     fn sample(&mut self, now: Time) {

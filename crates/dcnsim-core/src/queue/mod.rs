@@ -49,6 +49,14 @@ pub trait QueueDisc {
     /// (holds packets until a later time) may return `None` while packets wait; it must
     /// then say when to ask again through [`QueueDisc::next_ready`].
     fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)>;
+    /// [`QueueDisc::dequeue`], and whether packets still wait after it (`!is_empty()`): what
+    /// the runner asks at the end of every transmission, in one call where a policy can
+    /// answer both at once (the default makes the two calls).
+    #[inline]
+    fn dequeue_more(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
+        let (idx, size) = self.dequeue(now, pkts)?;
+        Some((idx, size, !self.is_empty()))
+    }
     /// Called by the engine when `dequeue(now)` returned `None` although the queue is not
     /// empty: the earliest time a waiting packet becomes eligible. The engine wakes the idle
     /// port then (a `TxDone` event) and calls `dequeue` again. Work-conserving policies

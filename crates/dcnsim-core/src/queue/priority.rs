@@ -27,20 +27,30 @@ use std::collections::VecDeque;
 /// Reusable multi-class FIFO storage with byte accounting; other policies build on it.
 ///
 /// Entries carry the packet's wire size next to its index, so dequeuing (and the byte
-/// accounting) never has to read the packet itself.
+/// accounting) never has to read the packet itself. The totals and class 0's queue and byte
+/// count share the first 64-byte line (a port whose traffic is all in class 0, the common
+/// case, touches one line of this state per enqueue or dequeue).
 #[derive(Debug)]
+#[repr(C)]
 pub struct ClassQueues {
-    queues: [VecDeque<(PktIdx, u32)>; 8],
-    bytes: [u64; 8],
-    classes: u8,
     total: u64,
     /// Bit i set when queue i is non-empty.
     nonempty: u32,
+    classes: u8,
+    slots: [ClassSlot; 8],
+}
+
+/// One class: its FIFO and its byte count, side by side.
+#[derive(Debug, Default)]
+#[repr(C)]
+struct ClassSlot {
+    bytes: u64,
+    queue: VecDeque<(PktIdx, u32)>,
 }
 
 impl ClassQueues {
     pub fn new(classes: u8) -> Self {
-        ClassQueues { queues: Default::default(), bytes: [0; 8], classes: classes.clamp(1, 8), total: 0, nonempty: 0 }
+        ClassQueues { total: 0, nonempty: 0, classes: classes.clamp(1, 8), slots: Default::default() }
     }
     #[inline]
     pub fn classes(&self) -> u8 {
@@ -53,8 +63,9 @@ impl ClassQueues {
     }
     #[inline]
     pub fn push_back(&mut self, class: usize, idx: PktIdx, size: u64) {
-        self.queues[class].push_back((idx, size as u32));
-        self.bytes[class] += size;
+        let slot = &mut self.slots[class];
+        slot.queue.push_back((idx, size as u32));
+        slot.bytes += size;
         self.total += size;
         self.nonempty |= 1 << class;
     }
@@ -69,10 +80,11 @@ impl ClassQueues {
     }
     #[inline]
     pub fn pop_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
-        let (idx, sz) = self.queues[c].pop_front()?;
-        self.bytes[c] -= sz as u64;
+        let slot = &mut self.slots[c];
+        let (idx, sz) = slot.queue.pop_front()?;
+        slot.bytes -= sz as u64;
         self.total -= sz as u64;
-        if self.queues[c].is_empty() {
+        if slot.queue.is_empty() {
             self.nonempty &= !(1 << c);
         }
         Some((idx, sz))
@@ -83,10 +95,10 @@ impl ClassQueues {
     }
     #[inline]
     pub fn class_bytes(&self, c: usize) -> u64 {
-        self.bytes[c]
+        self.slots[c].bytes
     }
     pub fn class_len(&self, c: usize) -> usize {
-        self.queues[c].len()
+        self.slots[c].queue.len()
     }
 }
 
@@ -94,10 +106,11 @@ impl ClassQueues {
 /// K, each compared with the class's own queue or (for the classes in `port_classes`) with
 /// the whole port's occupancy, before the arriving packet is added.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 pub struct EcnMarker {
-    k: [u64; 8],
     /// Bit c set: class c compares K with the port's total occupancy.
     port_classes: u8,
+    k: [u64; 8],
 }
 
 impl EcnMarker {
@@ -129,10 +142,17 @@ impl EcnMarker {
 }
 
 /// The default switch port policy.
+///
+/// Laid out (`repr(C)`, line-aligned) so that an enqueue or dequeue of class 0 touches two
+/// cache lines of it: the queues' totals with class 0 ([`ClassQueues`]), and the buffer
+/// size with the ECN thresholds; the per-class limits are read only when some are set.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct PriorityEcn {
     q: ClassQueues,
     buffer: u64,
+    /// Some class has an admission limit (`class_limit` is not all `u64::MAX`).
+    limited: bool,
     ecn: EcnMarker,
     /// Per-class admission limit in bytes (u64::MAX: only the shared buffer applies).
     class_limit: [u64; 8],
@@ -143,6 +163,7 @@ impl PriorityEcn {
         PriorityEcn {
             q: ClassQueues::new(classes),
             buffer: buffer.0,
+            limited: false,
             ecn: EcnMarker::new(&ecn_k, per_port),
             class_limit: [u64::MAX; 8],
         }
@@ -162,6 +183,7 @@ impl PriorityEcn {
         for (slot, b) in self.class_limit.iter_mut().zip(limits) {
             *slot = b.0;
         }
+        self.limited = self.class_limit.iter().any(|&l| l != u64::MAX);
         self
     }
 }
@@ -176,7 +198,7 @@ impl QueueDisc for PriorityEcn {
             return;
         }
         let c = self.q.class_of(p.prio);
-        if self.q.class_bytes(c) + size > self.class_limit[c] {
+        if self.limited && self.q.class_bytes(c) + size > self.class_limit[c] {
             fx.drops.push((idx, DROP_CLASS_LIMIT));
             return;
         }
@@ -186,6 +208,11 @@ impl QueueDisc for PriorityEcn {
     #[inline]
     fn dequeue(&mut self, _now: Time, _pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
         self.q.pop_highest()
+    }
+    #[inline]
+    fn dequeue_more(&mut self, _now: Time, _pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
+        let (idx, size) = self.q.pop_highest()?;
+        Some((idx, size, self.q.total() > 0))
     }
     fn bytes(&self) -> Bytes {
         Bytes(self.q.total())
@@ -213,6 +240,20 @@ mod tests {
 
     fn pkt(arena: &mut PacketArena, size: u32, prio: u8, ecn: Ecn) -> PktIdx {
         arena.alloc(Packet { size, prio, ecn, ..Default::default() })
+    }
+
+    /// Class 0's queue and the totals share one line; the buffer and K share another.
+    #[test]
+    fn class_zero_state_is_two_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(std::mem::align_of::<PriorityEcn>(), 64);
+        let q = offset_of!(PriorityEcn, q);
+        assert!(q + offset_of!(ClassQueues, slots) + size_of::<ClassSlot>() <= 64);
+        let line = offset_of!(PriorityEcn, buffer) / 64;
+        let ecn = offset_of!(PriorityEcn, ecn);
+        for end in [offset_of!(PriorityEcn, limited) + 1, ecn + offset_of!(EcnMarker, k) + 8, ecn + 1] {
+            assert_eq!((end - 1) / 64, line);
+        }
     }
 
     #[test]
