@@ -634,6 +634,14 @@ impl RecvMsg {
     fn needs_grant(&self) -> bool {
         self.granted < self.cap()
     }
+    /// Whether the receiver expects bytes it has not got: the sender may have charged
+    /// min(grant offset, length + lost) bytes, and every one of them is accounted for by a
+    /// byte received or an unscheduled byte declared lost (whose retransmission the grant
+    /// paid for). False means the message waits for grants (Homa: "we've received
+    /// everything that we've granted").
+    fn awaits_data(&self) -> bool {
+        self.received + self.lost_bytes < self.granted.min(self.cap())
+    }
 }
 
 #[derive(Debug)]
@@ -1006,6 +1014,11 @@ impl Homa {
         let end = asked_end.min(m.next_new);
         let mut queued = 0;
         for idx in first..end {
+            if m.aeolus.as_mut().is_some_and(|a| a.take_over_lost(idx)) {
+                // Aeolus found it lost and waits for a credit to resend it: this copy is its
+                // one retransmission and spends the credit the receiver granted for it.
+                m.charged += (m.size - (idx * mss).min(m.size)).min(mss);
+            }
             if !m.resend.iter().any(|r| r.idx == idx) {
                 m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false });
                 queued += 1;
@@ -1204,6 +1217,10 @@ impl Homa {
             let target = r.cap().min(r.received + r.lost_bytes + rtt);
             r.sched_prio = prio;
             if target > r.granted {
+                if !r.awaits_data() {
+                    // It was waiting for grants: its no-progress clock starts now.
+                    r.last_progress = ctx.now;
+                }
                 r.granted = target;
                 let src = r.src;
                 let mut g = self.ctrl(KIND_GRANT, f, src);
@@ -1223,32 +1240,34 @@ impl Homa {
         if !r.timer.fire(gen) {
             return;
         }
+        if !r.awaits_data() {
+            // Everything granted (unscheduled bytes included) is here or declared lost with
+            // its retransmission not yet paid for: the message waits for grants, not for the
+            // network. Its clock stays at zero until a grant makes it expect bytes again.
+            r.last_progress = ctx.now;
+        }
         let due = r.last_progress + t;
         if ctx.now < due {
             let g = r.timer.arm(due);
             ctx.out.timer(due, token(f, TIMER_RECV, g));
             return;
         }
-        // No progress for resend_timeout: ask for every missing range below the grant.
-        // With Aeolus, an unscheduled packet declared lost is awaited only once the grant
-        // covers every retransmission (its credit was given); before that it waits for
-        // its credit, not for a RESEND.
-        let expected = r.size.min(r.granted).div_ceil(mss).min(r.npk);
+        // Bytes the receiver expects have not arrived for resend_timeout: ask for every
+        // missing packet the sender may have sent, i.e. below the new-data offset min(length,
+        // grant - lost) (each declared-lost unscheduled byte's retransmission took one byte
+        // of the grant), declared-lost packets included.
+        let expected = r.size.min(r.granted.saturating_sub(r.lost_bytes)).div_ceil(mss).min(r.npk);
         let u_bytes = self.p.unsched_bytes(r.size);
         let prio = if r.size > u_bytes { r.sched_prio } else { r.unsched_prio };
-        let credited = r.granted >= u_bytes + r.lost_bytes;
-        let missing = |r: &RecvMsg, i: u64| {
-            !r.has(i) && (credited || !r.aeolus.as_ref().is_some_and(|a| a.is_declared_lost(i as u32)))
-        };
         let mut ranges = Vec::new();
         let mut i = 0;
         while i < expected {
-            if !missing(r, i) {
+            if r.has(i) {
                 i += 1;
                 continue;
             }
             let a = i;
-            while i < expected && missing(r, i) {
+            while i < expected && !r.has(i) {
                 i += 1;
             }
             ranges.push((a, i));
@@ -1257,9 +1276,6 @@ impl Homa {
         let g = r.timer.arm(at);
         ctx.out.timer(at, token(f, TIMER_RECV, g));
         let (src, size) = (r.src, r.size);
-        if ranges.is_empty() {
-            return;
-        }
         for (a, b) in ranges {
             let first = a * mss;
             let end = (b * mss).min(size);
@@ -1362,16 +1378,7 @@ mod tests {
     const RTT_PS: u64 = 6_502_400;
 
     fn net() -> NetInfo {
-        NetInfo {
-            mtu: Bytes(1500),
-            header: Bytes(40),
-            ctrl_size: Bytes(64),
-            num_nodes: 8,
-            max_base_rtt: Time(RTT_PS),
-            max_host_rate: Rate::gbps(10),
-            priorities: 8,
-            size_cdf: None,
-        }
+        NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
     }
 
     fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
@@ -1713,6 +1720,126 @@ mod tests {
         let d: Vec<u64> = drain(&mut h, &fl, 0, Time::us(21), 5).iter().map(|p| p.seq / MSS).collect();
         assert_eq!(d, vec![9], "only the last new packet");
         assert_eq!(h.aeolus_sender(0).unwrap().resent(), 3);
+    }
+
+    /// The receiver timer of flow `f` among `a`'s timers, if one was armed.
+    fn recv_timer(a: &Actions, f: FlowId) -> Option<(Time, u64)> {
+        a.timers.iter().copied().find(|&(_, tok)| {
+            let (g, kind, _) = untoken(tok);
+            g == f && kind == TIMER_RECV
+        })
+    }
+
+    /// Homa + Aeolus, the hang of repro/ppt_fig23_incast: a 4,200 B message with
+    /// rtt_bytes 4,000 B is all unscheduled (3 packets, 4,380 B of payload room > rtt_bytes),
+    /// all three are dropped, the probe declares them lost and the receiver grants
+    /// min(length + lost, received + lost + rtt_bytes) = 8,200 B, short of unscheduled +
+    /// lost = 8,400 B. The sender still resends all three (a whole packet goes while it has
+    /// charged less than the grant), and those scheduled copies are lost too. Nothing the
+    /// receiver expects arrives for resend_timeout: it must ask for the three packets
+    /// (before the fix it waited for "credit" it had in fact given, forever).
+    #[test]
+    fn fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via_resend() {
+        let fl = flows(&[(0, 1, 4200)]);
+        let mut h = homa(json!({"aeolus": true, "rtt_bytes": 4000, "resend_timeout": "100us"}));
+        assert_eq!((h.params().unsched_packets(4200), h.params().unsched_bytes(4200)), (3, 4200));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 3));
+        let k: Vec<(u8, u64)> = sent.iter().map(|p| (p.kind, p.seq / MSS)).collect();
+        assert_eq!(k, vec![(KIND_DATA, 0), (KIND_DATA, 1), (KIND_DATA, 2), (KIND_PROBE, 2)]);
+        // The three data packets are dropped; the probe arrives at 5 us.
+        let mut probe = sent[3];
+        probe.src = 0;
+        let a = call(1, Time::us(5), &fl, |c| h.on_packet(c, &probe));
+        let (at, tok) = recv_timer(&a, 0).expect("receiver timer armed when it learns the message");
+        assert_eq!(at, Time::us(105));
+        let grant = kinds(&a, KIND_GRANT);
+        assert_eq!(grant.len(), 1);
+        assert_eq!(grant[0].seq, 8200, "received 0 + lost 4200 + rtt_bytes 4000");
+        // The sender learns the losses and resends all three as scheduled packets.
+        h.hosts[0].nic_busy = true;
+        for p in a.sends.iter() {
+            let mut p = *p;
+            p.src = 1;
+            call(0, Time::us(8), &fl, |c| h.on_packet(c, &p));
+        }
+        let retx: Vec<Packet> =
+            drain(&mut h, &fl, 0, Time::us(9), 5).into_iter().filter(|p| p.kind == KIND_DATA).collect();
+        assert_eq!(retx.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(retx.iter().all(|p| p.aux2 & DATA_RETX != 0 && !p.flags.has(PacketFlags::UNSCHEDULED)));
+        assert_eq!(h.receiver_outstanding(1), 4000, "8200 granted - 0 received - 4200 lost");
+        // They are dropped too. At 105 us nothing the receiver expected has come for 100 us.
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        let r = kinds(&a, KIND_RESEND);
+        assert_eq!(r.iter().map(|q| (q.seq, q.ack)).collect::<Vec<_>>(), vec![(0, 4200)], "RESEND of all three");
+        // The sender answers with the three packets (no second Aeolus copy pending); the
+        // message completes.
+        let mut q = r[0];
+        q.src = 1;
+        h.hosts[0].nic_busy = true;
+        call(0, Time::us(108), &fl, |c| h.on_packet(c, &q));
+        let again: Vec<Packet> =
+            drain(&mut h, &fl, 0, Time::us(109), 6).into_iter().filter(|p| p.kind == KIND_DATA).collect();
+        assert_eq!(again.iter().map(|p| (p.seq / MSS, p.aux2 & DATA_RESEND)).collect::<Vec<_>>(), vec![
+            (0, DATA_RESEND),
+            (1, DATA_RESEND),
+            (2, DATA_RESEND)
+        ]);
+        let mut done = Vec::new();
+        for p in &again {
+            done.extend(call(1, Time::us(112), &fl, |c| h.on_packet(c, p)).completions);
+        }
+        assert_eq!(done, vec![0]);
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 2 * 4200, timeouts: 1 });
+    }
+
+    /// Homa's RESEND rule (HomaModule: "we've received everything that we've granted, so we
+    /// shouldn't expect to hear anything until we grant more"): with overcommitment 1, a
+    /// 40-packet message (flow 1) that got all its 6 unscheduled packets waits while a
+    /// 30-packet one (flow 0) is granted. Its timer fires at 106 and 206 us: no RESEND (it
+    /// waits for grants). Flow 0 completes at 250 us and flow 1 is granted then; its clock
+    /// starts at that grant, so the timer at 306 us (56 us later) sends nothing and the
+    /// first RESEND goes at 350 us, for exactly the granted packets that did not come.
+    #[test]
+    fn no_resend_while_waiting_for_grants_and_the_clock_starts_at_the_grant() {
+        let fl = flows(&[(0, 3, 30 * MSS), (1, 3, 40 * MSS)]);
+        let mut h = homa(json!({"overcommitment": 1, "resend_timeout": "100us"}));
+        let mut timer = None;
+        for f in &fl {
+            for i in 0..6 {
+                let a = call(3, Time::us(5 + f.id as u64), &fl, |c| h.on_packet(c, &data(f, i, true)));
+                if f.id == 1 {
+                    assert!(kinds(&a, KIND_GRANT).iter().all(|g| g.flow == 0), "only the shorter one is granted");
+                    timer = recv_timer(&a, 1).or(timer);
+                }
+            }
+        }
+        let (mut at, mut tok) = timer.unwrap();
+        assert_eq!(at, Time::us(106));
+        let fire = |h: &mut Homa, now: Time, tok: u64| {
+            let a = call(3, now, &fl, |c| h.on_timer(c, tok));
+            (kinds(&a, KIND_RESEND), recv_timer(&a, 1).unwrap())
+        };
+        for expect in [Time::us(206), Time::us(306)] {
+            let (r, next) = fire(&mut h, at, tok);
+            assert!(r.is_empty(), "waiting for grants at {at}: {r:?}");
+            (at, tok) = next;
+            assert_eq!(at, expect);
+        }
+        // Flow 0's remaining packets arrive at 250 us; its completion hands the grants over.
+        let mut g1 = Vec::new();
+        for i in 6..30 {
+            let a = call(3, Time::us(250), &fl, |c| h.on_packet(c, &data(&fl[0], i, false)));
+            g1.extend(kinds(&a, KIND_GRANT).into_iter().filter(|g| g.flow == 1));
+        }
+        assert_eq!(g1.iter().map(|g| g.seq).collect::<Vec<_>>(), vec![6 * MSS + 8128]);
+        // 306 us: granted 56 us ago, nothing sent; re-armed for 350 us.
+        let (r, next) = fire(&mut h, at, tok);
+        assert!(r.is_empty(), "granted only 56 us ago: {r:?}");
+        assert_eq!(next.0, Time::us(350));
+        let (r, _) = fire(&mut h, next.0, next.1);
+        assert_eq!(r.iter().map(|q| (q.seq / MSS, q.ack)).collect::<Vec<_>>(), vec![(6, 6 * MSS)]);
     }
 
     /// Homa's own packets through a per-port selective-dropping switch port (Aeolus §VI):
