@@ -705,3 +705,33 @@ fn aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment() {
     assert_eq!(cb.sched_sent, cb.sched_recv);
     assert_eq!(big.flows.timeouts, vec![0; 7]);
 }
+
+/// The diagnostic counts of [`diagnose_aeolus_repro`] for scenario files, e.g. one run of a
+/// reproduction as printed by `dcnsim validate ... --set ... --json`: DIAG_SCENARIO =
+/// comma-separated paths (JSON; the printed `derived` block is ignored). Run with
+/// `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn diagnose_scenario() {
+    let paths = std::env::var("DIAG_SCENARIO").expect("DIAG_SCENARIO=path.json[,path.json...]");
+    for path in paths.split(',') {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("derived");
+        }
+        let sc = dcnsim_core::parse_scenario(&v.to_string(), dcnsim_core::Format::Json, std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let (out, d) = diagnose(&sc);
+        report(path, &out, &d);
+        let f = &out.flows;
+        let n = f.id.len();
+        let unfinished = (0..n).filter(|&i| f.fct_ps[i] == u64::MAX).count();
+        let slow: f64 = (0..n).map(|i| f.fct_ps[i] as f64 / f.ideal_fct_ps[i] as f64).sum::<f64>() / n as f64;
+        let with_to = (0..n).filter(|&i| f.timeouts[i] > 0).count();
+        eprintln!("  flows {n}, unfinished {unfinished}, avg slowdown {slow:.2}, flows with a timeout {with_to}");
+        let mut pf: Vec<_> = d.per_flow.iter().map(|(&f, &(a, s))| (f, a, s)).collect();
+        pf.sort_unstable();
+        eprintln!("  (flow, packets asked by RESEND, of which in flight), first 12: {:?}", &pf[..pf.len().min(12)]);
+    }
+}

@@ -680,6 +680,7 @@ pub struct Homa {
     stats: Vec<FlowStats>,
     scratch: Vec<(u64, Time, FlowId)>,
     lost_scratch: Vec<u32>,
+    woken_scratch: Vec<FlowId>,
 }
 
 impl Homa {
@@ -696,6 +697,7 @@ impl Homa {
             stats: Vec::new(),
             scratch: Vec::new(),
             lost_scratch: Vec::new(),
+            woken_scratch: Vec::new(),
         }
     }
 
@@ -1210,6 +1212,8 @@ impl Homa {
         }
         cand.sort_unstable();
         let k = (self.p.overcommitment as usize).min(cand.len());
+        let mut woken = std::mem::take(&mut self.woken_scratch);
+        woken.clear();
         for (rank, &(_, _, f)) in cand[..k].iter().enumerate() {
             let prio = self.p.sched_prio(rank, k);
             let rtt = self.p.rtt_bytes;
@@ -1218,8 +1222,8 @@ impl Homa {
             r.sched_prio = prio;
             if target > r.granted {
                 if !r.awaits_data() {
-                    // It was waiting for grants: its no-progress clock starts now.
-                    r.last_progress = ctx.now;
+                    // It was waiting for grants: its no-progress clock starts below.
+                    woken.push(f);
                 }
                 r.granted = target;
                 let src = r.src;
@@ -1229,6 +1233,20 @@ impl Homa {
                 self.emit(ctx, g);
             }
         }
+        if !woken.is_empty() {
+            // A message that waited for grants expects data again from now on, but its
+            // packets queue at this host's downlink behind every byte the host has already
+            // asked for (granted or unscheduled, not yet here): its no-progress clock starts
+            // when the downlink could have delivered all of them.
+            let outstanding = self.receiver_outstanding(ctx.host);
+            for &f in &woken {
+                let rate = ctx.flows.get(f as usize).map(|i| i.path_rate);
+                if let Rcv::Active(r) = &mut self.rcv[f as usize] {
+                    r.last_progress = ctx.now + rate.map_or(Time::ZERO, |x| x.tx_time(Bytes(outstanding)));
+                }
+            }
+        }
+        self.woken_scratch = woken;
         self.scratch = cand;
     }
 
@@ -1769,7 +1787,14 @@ mod tests {
         assert_eq!(retx.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(retx.iter().all(|p| p.aux2 & DATA_RETX != 0 && !p.flags.has(PacketFlags::UNSCHEDULED)));
         assert_eq!(h.receiver_outstanding(1), 4000, "8200 granted - 0 received - 4200 lost");
-        // They are dropped too. At 105 us nothing the receiver expected has come for 100 us.
+        // They are dropped too. The message waited for grants until the probe's grant at
+        // 5 us; its clock starts when the receiver's link could have delivered the 4,000 B it
+        // asked for (3.2 us at 10 Gbps): at 105 us the timer re-arms for 108.2 us, when
+        // nothing the receiver expected has come for resend_timeout.
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        assert!(a.sends.is_empty());
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert_eq!(at, Time::us(105) + Rate::gbps(10).tx_time(Bytes(4000)));
         let a = call(1, at, &fl, |c| h.on_timer(c, tok));
         let r = kinds(&a, KIND_RESEND);
         assert_eq!(r.iter().map(|q| (q.seq, q.ack)).collect::<Vec<_>>(), vec![(0, 4200)], "RESEND of all three");
@@ -1798,11 +1823,14 @@ mod tests {
     /// shouldn't expect to hear anything until we grant more"): with overcommitment 1, a
     /// 40-packet message (flow 1) that got all its 6 unscheduled packets waits while a
     /// 30-packet one (flow 0) is granted. Its timer fires at 106 and 206 us: no RESEND (it
-    /// waits for grants). Flow 0 completes at 250 us and flow 1 is granted then; its clock
-    /// starts at that grant, so the timer at 306 us (56 us later) sends nothing and the
-    /// first RESEND goes at 350 us, for exactly the granted packets that did not come.
+    /// waits for grants). At 250 us flow 0's remaining packets arrive; once it is fully
+    /// granted (4 packets still to come) flow 1 is granted. Its clock starts at that grant
+    /// plus the time the receiver's link needs for what the receiver now expects (flow 0's
+    /// 4 packets and flow 1's 8,128 B: 11.2 us at 10 Gbps), so the timer at 306 us (56 us
+    /// later) sends nothing and the first RESEND goes at 361.2 us, for exactly the granted
+    /// packets that did not come.
     #[test]
-    fn no_resend_while_waiting_for_grants_and_the_clock_starts_at_the_grant() {
+    fn no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive() {
         let fl = flows(&[(0, 3, 30 * MSS), (1, 3, 40 * MSS)]);
         let mut h = homa(json!({"overcommitment": 1, "resend_timeout": "100us"}));
         let mut timer = None;
@@ -1827,17 +1855,18 @@ mod tests {
             (at, tok) = next;
             assert_eq!(at, expect);
         }
-        // Flow 0's remaining packets arrive at 250 us; its completion hands the grants over.
+        // Flow 0's remaining packets arrive at 250 us; once it is fully granted the grants go
+        // to flow 1.
         let mut g1 = Vec::new();
         for i in 6..30 {
             let a = call(3, Time::us(250), &fl, |c| h.on_packet(c, &data(&fl[0], i, false)));
             g1.extend(kinds(&a, KIND_GRANT).into_iter().filter(|g| g.flow == 1));
         }
         assert_eq!(g1.iter().map(|g| g.seq).collect::<Vec<_>>(), vec![6 * MSS + 8128]);
-        // 306 us: granted 56 us ago, nothing sent; re-armed for 350 us.
+        // 306 us: granted 56 us ago, nothing sent; re-armed for 361.2 us.
         let (r, next) = fire(&mut h, at, tok);
         assert!(r.is_empty(), "granted only 56 us ago: {r:?}");
-        assert_eq!(next.0, Time::us(350));
+        assert_eq!(next.0, Time::us(350) + Rate::gbps(10).tx_time(Bytes(4 * MSS + 8128)));
         let (r, _) = fire(&mut h, next.0, next.1);
         assert_eq!(r.iter().map(|q| (q.seq / MSS, q.ack)).collect::<Vec<_>>(), vec![(6, 6 * MSS)]);
     }
