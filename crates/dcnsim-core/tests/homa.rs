@@ -730,7 +730,7 @@ fn diagnose_scenario() {
         let slow: f64 = (0..n).map(|i| f.fct_ps[i] as f64 / f.ideal_fct_ps[i] as f64).sum::<f64>() / n as f64;
         let with_to = (0..n).filter(|&i| f.timeouts[i] > 0).count();
         eprintln!("  flows {n}, unfinished {unfinished}, avg slowdown {slow:.2}, flows with a timeout {with_to}");
-        let mut pf: Vec<_> = d.per_flow.iter().map(|(&f, &(a, s))| (f, a, s)).collect();
+        let mut pf: Vec<_> = d.per_flow.iter().filter(|e| e.1 .1 > 0).map(|(&f, &(a, s))| (f, a, s)).collect();
         pf.sort_unstable();
         eprintln!("  (flow, packets asked by RESEND, of which in flight), first 12: {:?}", &pf[..pf.len().min(12)]);
     }
