@@ -41,8 +41,9 @@
 //!   number of scheduled levels the lowest n levels are used (the largest granted message on
 //!   the lowest), leaving higher levels free for shorter messages that arrive later.
 //! - **Loss recovery by timeouts** (§3.7): finite switch buffers drop packets. A receiver
-//!   that sees no progress on an incomplete message for `resend_timeout` sends one RESEND per
-//!   missing packet range below the grant offset; the sender keeps every message until the
+//!   that expects bytes of an incomplete message (granted or unscheduled, not yet here) and
+//!   has seen none of them for `resend_timeout` sends one RESEND per missing packet range
+//!   below the grant offset (see "The RESEND rule" below); the sender keeps every message until the
 //!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
 //!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
 //!   repaired too). A sender that has heard nothing at all about a message
@@ -121,16 +122,20 @@
 //!   lowest scheduled level. With a single class everything rides class 0.
 //! - The receiver sends a GRANT only when the offset advances (one per data packet of a
 //!   granted message in steady state); a rank change alone is carried by the next GRANT.
-//! - RESEND: one per missing contiguous range below min(length, grant offset), all sent at
-//!   one expiry, class = the message's scheduled class (its unscheduled class if it needs
-//!   no grants). The receiver's timer runs from the last new data (or from when it learned
-//!   the message) and re-arms after each RESEND round. Packets not yet sent at all are not
-//!   resent (the sender sends them as new data). A RESEND also counts as contact for the
-//!   sender timeout.
+//! - RESEND: one per missing contiguous range below min(length, grant offset - bytes
+//!   declared lost) (declared-lost packets included), all sent at one expiry, class = the
+//!   message's scheduled class (its unscheduled class if it needs no grants); when to send
+//!   it: "The RESEND rule" below. The timer re-arms after each RESEND round. Packets not yet
+//!   sent at all are not resent (the sender sends them as new data). A RESEND also counts
+//!   as contact for the sender timeout. With Aeolus, a RESEND naming a packet Aeolus found
+//!   lost but has not yet resent (no credit yet) takes its place: the packet is sent once,
+//!   charged against the grant as Aeolus' retransmission would have been.
 //! - A RESEND naming packets the sender has not sent yet (it was busy sending shorter
 //!   messages, Homa's sender SRPT) is answered with BUSY, which restarts the receiver's
 //!   timer (the role BUSY plays in Homa's implementation); the packets go out as new data.
-//! - `FlowStats::timeouts` counts timeouts that led to a retransmission: RESENDs that made
+//! - `FlowStats::timeouts` counts timeouts that led to a retransmission (so `flows_with_timeout`
+//!   is the Aeolus paper's Fig. 16 count, flows that experience at least one timeout, where a
+//!   timeout is the loss-recovery event): RESENDs that made
 //!   the sender resend at least one packet (counted at the sender), and sender timeouts
 //!   that found the receiver unaware of the message (counted when that first packet
 //!   arrives; a BUSY answer means the sender only had to wait for grants). A RESEND may be
@@ -157,6 +162,55 @@
 //!   declared lost: the sender may already have spent credit on its retransmission, and
 //!   over-granting one packet is harmless where under-granting would stall the message
 //!   until a RESEND.
+//!
+//! # The RESEND rule
+//! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
+//! "We've received everything that we've granted, so we shouldn't expect to hear anything
+//! until we grant more", and its silence counter stays at zero while that holds. Here a
+//! message *awaits data* when received + declared-lost bytes < min(grant offset, length +
+//! declared-lost bytes) (with Aeolus each declared-lost unscheduled byte was charged twice
+//! by the sender, so it is counted as arrived for this sum; without Aeolus it is
+//! received < grant offset). Its no-progress clock runs from the last new data (or from when
+//! the receiver learned it); while it does not await data the clock is held at the present,
+//! and when a grant makes a waiting message await data again the clock starts at that
+//! grant plus the time this host's link needs to deliver every byte the host has asked for
+//! and not yet received (the new grant included): the granted packets queue behind those at
+//! the downlink. When the clock reaches `resend_timeout` the receiver asks for every missing
+//! packet below min(length, grant offset - declared-lost bytes), the offset the sender's new
+//! data has reached, declared-lost packets included (their retransmissions are charged
+//! first, §III-C). So a message beyond the overcommitment degree (all its granted bytes
+//! here) never times out, and one that awaits data always gets its RESEND (there is a
+//! missing packet below that offset whenever the sum above falls short).
+//!
+//! Why (found in `repro/ppt_fig23_incast` at N = 256). The rule before counted a
+//! declared-lost packet as missing only once grant >= unscheduled + lost bytes. A 45,034 B
+//! message with RTTbytes 45,000 B is all unscheduled (31 packets); all were dropped and so
+//! were Aeolus' 31 retransmissions. The grant target min(length + lost, received + lost +
+//! RTTbytes) = 90,034 B stayed below 90,068 B, so the timer never asked for anything and the
+//! run never ended (the sender had sent every retransmission: a whole packet goes while it
+//! has charged less than the grant). Test:
+//! `fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via_resend`.
+//! Two fixes were tried first: grant at least unscheduled + lost, or count declared-lost
+//! packets once the grant reached its target. Both ended the hang but raised Aeolus
+//! Fig. 20's flows with a timeout five-fold. Counted with the test `diagnose_scenario`
+//! (a RESEND-named packet whose earlier copy arrives after the RESEND was sent is
+//! spurious): in Fig. 20 at N = 32, seed 1, the second fix sent RESENDs for 1,145 packets of
+//! which 579 were still queued; at the reduced N = 62, 1,274 of 2,795. A message whose
+//! whole first RTT was dropped (almost all of them in an incast) waits for grants, is
+//! granted in the lowest scheduled class, and its retransmissions queue behind the
+//! receiver's other granted bytes (up to ~430 KB, ~35 us at 100 Gbps): they arrived about
+//! 40 us after the grant, just after a 40 us timeout counted from the grant (or from the
+//! probe) had fired; the unpaced RESEND retransmissions then overflowed the port and caused
+//! real losses. The old rule hid these RESENDs only by accident (unscheduled bytes exceeded
+//! RTTbytes, so a message with nothing received never counted as credited). Starting the
+//! clock when the downlink could have delivered what the receiver asked for removes them:
+//! with this rule Fig. 20 at N = 32, seed 1 sends no RESEND, and at N = 32 and 256 over five
+//! seeds every RESEND names a packet that was lost (Aeolus retransmissions overflowing the
+//! receiver's port when the grants outstanding there exceed the buffer, see above).
+//! What the rule cannot tell apart (Aeolus §II-C's dilemma, also plain Homa's): a packet
+//! of a message that lost its rank is starved in a low class while higher classes keep the
+//! link busy. In `repro/ppt_fig23_incast` (120 KB ports, 1 ms timeout) 24% of the packets
+//! RESENDs named at N = 32 were still queued, some for over 1 ms.
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
@@ -1806,11 +1860,10 @@ mod tests {
         call(0, Time::us(108), &fl, |c| h.on_packet(c, &q));
         let again: Vec<Packet> =
             drain(&mut h, &fl, 0, Time::us(109), 6).into_iter().filter(|p| p.kind == KIND_DATA).collect();
-        assert_eq!(again.iter().map(|p| (p.seq / MSS, p.aux2 & DATA_RESEND)).collect::<Vec<_>>(), vec![
-            (0, DATA_RESEND),
-            (1, DATA_RESEND),
-            (2, DATA_RESEND)
-        ]);
+        assert_eq!(
+            again.iter().map(|p| (p.seq / MSS, p.aux2 & DATA_RESEND)).collect::<Vec<_>>(),
+            vec![(0, DATA_RESEND), (1, DATA_RESEND), (2, DATA_RESEND)]
+        );
         let mut done = Vec::new();
         for p in &again {
             done.extend(call(1, Time::us(112), &fl, |c| h.on_packet(c, p)).completions);
