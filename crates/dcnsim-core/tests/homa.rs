@@ -735,3 +735,30 @@ fn diagnose_scenario() {
         eprintln!("  (flow, packets asked by RESEND, of which in flight), first 12: {:?}", &pf[..pf.len().min(12)]);
     }
 }
+
+/// The incast in which the RESEND rule was decided (repro/aeolus_fig20_incast, reduced: 32
+/// hosts at 100 Gbps, 500 KB ports, 62 flows of 64 KB to one host, Homa+Aeolus,
+/// overcommitment 6, 40 us timeout). Almost every unscheduled packet is dropped, so nearly
+/// every message first waits for grants and then has its whole first RTT retransmitted in
+/// the lowest scheduled class, behind the ~430 KB the receiver has granted. A timer counted
+/// from the grant (or from the probe) fired about 40 us later, just before those
+/// retransmissions arrived, and its unpaced RESEND copies overflowed the port; counting from
+/// when the receiver's link could have delivered what it asked for, no RESEND names a
+/// packet that is still on its way.
+#[test]
+fn incast_with_the_first_rtt_dropped_sends_no_spurious_resend() {
+    let doc = r#"{"seed":1,
+        "topology":{"kind":"leaf_spine","leaves":4,"hosts_per_leaf":8,"spines":2,
+          "host_rate":"100Gbps","core_rate":"400Gbps","host_delay":"0.325us","core_delay":"0.45us"},
+        "network":{"buffer":"500KB","priorities":8,"queue_policy":"selective_drop",
+          "selective":{"threshold":"6KB","per_port":true}},
+        "transport":{"protocol":"homa","overcommitment":6,"resend_timeout":"40us","aeolus":true},
+        "workload":{"pattern":"incast","receiver":0,"senders":31,"size":"64KB","rounds":2,"round_interval":"1ns"}}"#;
+    let sc = dcnsim_core::parse_scenario(doc, dcnsim_core::Format::Json, std::path::Path::new(".")).unwrap();
+    let (out, d) = diagnose(&sc);
+    check(&out);
+    assert_eq!(out.flows.id.len(), 62);
+    assert!(d.sent[0] - d.recv[0] > d.sent[0] * 9 / 10, "the first RTT is dropped: {:?} {:?}", d.sent, d.recv);
+    assert_eq!(d.resend_spurious, 0, "RESENDs named {} packets still in flight", d.resend_spurious);
+    assert_eq!(drops(&out, "buffer_overflow"), 0, "no scheduled packet overflows");
+}
