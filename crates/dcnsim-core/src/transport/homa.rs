@@ -206,7 +206,11 @@
 //! clock when the downlink could have delivered what the receiver asked for removes them:
 //! with this rule Fig. 20 at N = 32, seed 1 sends no RESEND, and at N = 32 and 256 over five
 //! seeds every RESEND names a packet that was lost (Aeolus retransmissions overflowing the
-//! receiver's port when the grants outstanding there exceed the buffer, see above).
+//! receiver's port when the grants outstanding there exceed the buffer, see above). Tests:
+//! `no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive`
+//! (state machine; fails with the rule before) and, in `tests/homa.rs`,
+//! `incast_with_the_first_rtt_dropped_sends_no_spurious_resend` (the reduced Fig. 20 incast;
+//! fails with either rejected fix and with a clock counted from the grant alone).
 //! What the rule cannot tell apart (Aeolus §II-C's dilemma, also plain Homa's): a packet
 //! of a message that lost its rank is starved in a low class while higher classes keep the
 //! link busy. In `repro/ppt_fig23_incast` (120 KB ports, 1 ms timeout) 24% of the packets
