@@ -210,7 +210,7 @@
 //! `no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive`
 //! (state machine; fails with the rule before) and, in `tests/homa.rs`,
 //! `incast_with_the_first_rtt_dropped_sends_no_spurious_resend` (the reduced Fig. 20 incast;
-//! fails with either rejected fix and with a clock counted from the grant alone).
+//! measured to fail with the second rejected fix and with a clock counted from the grant).
 //! What the rule cannot tell apart (Aeolus §II-C's dilemma, also plain Homa's): a packet
 //! of a message that lost its rank is starved in a low class while higher classes keep the
 //! link busy. In `repro/ppt_fig23_incast` (120 KB ports, 1 ms timeout) 24% of the packets
