@@ -437,7 +437,9 @@ impl Diagnoser {
         use dcnsim_core::transport::homa::{KIND_GRANT, KIND_RESEND};
         let mut g = self.d.borrow_mut();
         let d = &mut *g;
-        d.max_believed = d.max_believed.max(self.inner.receiver_outstanding(host));
+        if out.sends.iter().any(|p| p.kind == KIND_GRANT) {
+            d.max_believed = d.max_believed.max(self.inner.receiver_outstanding(host));
+        }
         for p in out.sends.iter() {
             if Some(p.flow) == self.trace {
                 eprintln!(
