@@ -108,6 +108,12 @@ def test_ppt_fig21_and_fig23_reduced_run_to_completion(tmp_path: Path) -> None:
     t = _run("ppt_fig23_incast", tmp_path)
     # N = senders x flows_per_sender: 8 and 31 distinct senders, once with 2 flows each.
     assert {k[:2] for k in t} == {(1, 8), (1, 31), (2, 8), (2, 31)}
+    # Every variant in every block, Homa+Aeolus included (its full-size run at 128 x 2 used
+    # to hang: a message whose unscheduled packets and their Aeolus retransmissions were all
+    # lost never got a RESEND); _run checks that every flow finished.
+    variants = {"dctcp", "ppt", "ndp", "homa", "homa_aeolus"}
+    for block in {k[:2] for k in t}:
+        assert {k[2] for k in t if k[:2] == block} == variants, block
 
 
 def test_ppt_fig24_reduced_ppt_beats_rc3_with_a_limited_low_priority_buffer(tmp_path: Path) -> None:

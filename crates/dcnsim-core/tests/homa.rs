@@ -437,7 +437,9 @@ impl Diagnoser {
         use dcnsim_core::transport::homa::{KIND_GRANT, KIND_RESEND};
         let mut g = self.d.borrow_mut();
         let d = &mut *g;
-        d.max_believed = d.max_believed.max(self.inner.receiver_outstanding(host));
+        if out.sends.iter().any(|p| p.kind == KIND_GRANT) {
+            d.max_believed = d.max_believed.max(self.inner.receiver_outstanding(host));
+        }
         for p in out.sends.iter() {
             if Some(p.flow) == self.trace {
                 eprintln!(
@@ -704,4 +706,61 @@ fn aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment() {
     assert_eq!(drops(&big, "buffer_overflow"), 0);
     assert_eq!(cb.sched_sent, cb.sched_recv);
     assert_eq!(big.flows.timeouts, vec![0; 7]);
+}
+
+/// The diagnostic counts of [`diagnose_aeolus_repro`] for scenario files, e.g. one run of a
+/// reproduction as printed by `dcnsim validate ... --set ... --json`: DIAG_SCENARIO =
+/// comma-separated paths (JSON; the printed `derived` block is ignored). Run with
+/// `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn diagnose_scenario() {
+    let paths = std::env::var("DIAG_SCENARIO").expect("DIAG_SCENARIO=path.json[,path.json...]");
+    for path in paths.split(',') {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("derived");
+        }
+        let sc = dcnsim_core::parse_scenario(&v.to_string(), dcnsim_core::Format::Json, std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let (out, d) = diagnose(&sc);
+        report(path, &out, &d);
+        let f = &out.flows;
+        let n = f.id.len();
+        let unfinished = (0..n).filter(|&i| f.fct_ps[i] == u64::MAX).count();
+        let slow: f64 = (0..n).map(|i| f.fct_ps[i] as f64 / f.ideal_fct_ps[i] as f64).sum::<f64>() / n as f64;
+        let with_to = (0..n).filter(|&i| f.timeouts[i] > 0).count();
+        eprintln!("  flows {n}, unfinished {unfinished}, avg slowdown {slow:.2}, flows with a timeout {with_to}");
+        let mut pf: Vec<_> = d.per_flow.iter().filter(|e| e.1 .1 > 0).map(|(&f, &(a, s))| (f, a, s)).collect();
+        pf.sort_unstable();
+        eprintln!("  (flow, packets asked by RESEND, of which in flight), first 12: {:?}", &pf[..pf.len().min(12)]);
+    }
+}
+
+/// The incast in which the RESEND rule was decided (repro/aeolus_fig20_incast, reduced: 32
+/// hosts at 100 Gbps, 500 KB ports, 62 flows of 64 KB to one host, Homa+Aeolus,
+/// overcommitment 6, 40 us timeout). Almost every unscheduled packet is dropped, so nearly
+/// every message first waits for grants and then has its whole first RTT retransmitted in
+/// the lowest scheduled class, behind the ~430 KB the receiver has granted. A timer counted
+/// from the grant (or from the probe) fired about 40 us later, just before those
+/// retransmissions arrived, and its unpaced RESEND copies overflowed the port; counting from
+/// when the receiver's link could have delivered what it asked for, no RESEND names a
+/// packet that is still on its way.
+#[test]
+fn incast_with_the_first_rtt_dropped_sends_no_spurious_resend() {
+    let doc = r#"{"seed":1,
+        "topology":{"kind":"leaf_spine","leaves":4,"hosts_per_leaf":8,"spines":2,
+          "host_rate":"100Gbps","core_rate":"400Gbps","host_delay":"0.325us","core_delay":"0.45us"},
+        "network":{"buffer":"500KB","priorities":8,"queue_policy":"selective_drop",
+          "selective":{"threshold":"6KB","per_port":true}},
+        "transport":{"protocol":"homa","overcommitment":6,"resend_timeout":"40us","aeolus":true},
+        "workload":{"pattern":"incast","receiver":0,"senders":31,"size":"64KB","rounds":2,"round_interval":"1ns"}}"#;
+    let sc = dcnsim_core::parse_scenario(doc, dcnsim_core::Format::Json, std::path::Path::new(".")).unwrap();
+    let (out, d) = diagnose(&sc);
+    check(&out);
+    assert_eq!(out.flows.id.len(), 62);
+    assert!(d.sent[0] - d.recv[0] > d.sent[0] * 9 / 10, "the first RTT is dropped: {:?} {:?}", d.sent, d.recv);
+    assert_eq!(d.resend_spurious, 0, "RESENDs named {} packets still in flight", d.resend_spurious);
+    assert_eq!(drops(&out, "buffer_overflow"), 0, "no scheduled packet overflows");
 }

@@ -281,6 +281,20 @@ impl AeolusSender {
         }
     }
 
+    /// The transport retransmits unscheduled packet `idx`, which Aeolus found lost and has
+    /// not yet resent (it waits for a credit), by its own means (e.g. a timeout-driven
+    /// request): Aeolus will not resend it again. Returns whether it was such a packet.
+    /// Not counted in [`Self::resent`].
+    pub fn take_over_lost(&mut self, idx: u64) -> bool {
+        match self.st.get_mut(idx as usize) {
+            Some(s @ UState::Lost) => {
+                *s = UState::Resent;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether a sent but unacknowledged unscheduled packet is left for class (3).
     pub fn has_unacked(&self) -> bool {
         (self.unacked_cursor..self.sent).any(|i| self.st[i as usize] == UState::InFlight)

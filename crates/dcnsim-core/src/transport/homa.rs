@@ -41,8 +41,9 @@
 //!   number of scheduled levels the lowest n levels are used (the largest granted message on
 //!   the lowest), leaving higher levels free for shorter messages that arrive later.
 //! - **Loss recovery by timeouts** (§3.7): finite switch buffers drop packets. A receiver
-//!   that sees no progress on an incomplete message for `resend_timeout` sends one RESEND per
-//!   missing packet range below the grant offset; the sender keeps every message until the
+//!   that expects bytes of an incomplete message (granted or unscheduled, not yet here) and
+//!   has seen none of them for `resend_timeout` sends one RESEND per missing packet range
+//!   below the grant offset (see "The RESEND rule" below); the sender keeps every message until the
 //!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
 //!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
 //!   repaired too). A sender that has heard nothing at all about a message
@@ -121,16 +122,20 @@
 //!   lowest scheduled level. With a single class everything rides class 0.
 //! - The receiver sends a GRANT only when the offset advances (one per data packet of a
 //!   granted message in steady state); a rank change alone is carried by the next GRANT.
-//! - RESEND: one per missing contiguous range below min(length, grant offset), all sent at
-//!   one expiry, class = the message's scheduled class (its unscheduled class if it needs
-//!   no grants). The receiver's timer runs from the last new data (or from when it learned
-//!   the message) and re-arms after each RESEND round. Packets not yet sent at all are not
-//!   resent (the sender sends them as new data). A RESEND also counts as contact for the
-//!   sender timeout.
+//! - RESEND: one per missing contiguous range below min(length, grant offset - bytes
+//!   declared lost) (declared-lost packets included), all sent at one expiry, class = the
+//!   message's scheduled class (its unscheduled class if it needs no grants); when to send
+//!   it: "The RESEND rule" below. The timer re-arms after each RESEND round. Packets not yet
+//!   sent at all are not resent (the sender sends them as new data). A RESEND also counts
+//!   as contact for the sender timeout. With Aeolus, a RESEND naming a packet Aeolus found
+//!   lost but has not yet resent (no credit yet) takes its place: the packet is sent once,
+//!   charged against the grant as Aeolus' retransmission would have been.
 //! - A RESEND naming packets the sender has not sent yet (it was busy sending shorter
 //!   messages, Homa's sender SRPT) is answered with BUSY, which restarts the receiver's
 //!   timer (the role BUSY plays in Homa's implementation); the packets go out as new data.
-//! - `FlowStats::timeouts` counts timeouts that led to a retransmission: RESENDs that made
+//! - `FlowStats::timeouts` counts timeouts that led to a retransmission (so `flows_with_timeout`
+//!   is the Aeolus paper's Fig. 16 count, flows that experience at least one timeout, where a
+//!   timeout is the loss-recovery event): RESENDs that made
 //!   the sender resend at least one packet (counted at the sender), and sender timeouts
 //!   that found the receiver unaware of the message (counted when that first packet
 //!   arrives; a BUSY answer means the sender only had to wait for grants). A RESEND may be
@@ -157,6 +162,59 @@
 //!   declared lost: the sender may already have spent credit on its retransmission, and
 //!   over-granting one packet is harmless where under-granting would stall the message
 //!   until a RESEND.
+//!
+//! # The RESEND rule
+//! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
+//! "We've received everything that we've granted, so we shouldn't expect to hear anything
+//! until we grant more", and its silence counter stays at zero while that holds. Here a
+//! message *awaits data* when received + declared-lost bytes < min(grant offset, length +
+//! declared-lost bytes) (with Aeolus each declared-lost unscheduled byte was charged twice
+//! by the sender, so it is counted as arrived for this sum; without Aeolus it is
+//! received < grant offset). Its no-progress clock runs from the last new data (or from when
+//! the receiver learned it); while it does not await data the clock is held at the present,
+//! and when a grant makes a waiting message await data again the clock starts at that
+//! grant plus the time this host's link needs to deliver every byte the host has asked for
+//! and not yet received (the new grant included): the granted packets queue behind those at
+//! the downlink. When the clock reaches `resend_timeout` the receiver asks for every missing
+//! packet below min(length, grant offset - declared-lost bytes), the offset the sender's new
+//! data has reached, declared-lost packets included (their retransmissions are charged
+//! first, §III-C). So a message beyond the overcommitment degree (all its granted bytes
+//! here) never times out, and one that awaits data always gets its RESEND (there is a
+//! missing packet below that offset whenever the sum above falls short).
+//!
+//! Why (found in `repro/ppt_fig23_incast` at N = 256). The rule before counted a
+//! declared-lost packet as missing only once grant >= unscheduled + lost bytes. A 45,034 B
+//! message with RTTbytes 45,000 B is all unscheduled (31 packets); all were dropped and so
+//! were Aeolus' 31 retransmissions. The grant target min(length + lost, received + lost +
+//! RTTbytes) = 90,034 B stayed below 90,068 B, so the timer never asked for anything and the
+//! run never ended (the sender had sent every retransmission: a whole packet goes while it
+//! has charged less than the grant). Test:
+//! `fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via_resend`.
+//! Two fixes were tried first: grant at least unscheduled + lost, or count declared-lost
+//! packets once the grant reached its target. Both ended the hang but raised Aeolus
+//! Fig. 20's flows with a timeout five-fold. Counted with the test `diagnose_scenario`
+//! (a RESEND-named packet whose earlier copy arrives after the RESEND was sent is
+//! spurious): in Fig. 20 at N = 32, seed 1, the second fix sent RESENDs for 1,145 packets of
+//! which 579 were still queued; at the reduced N = 62, 1,274 of 2,795. A message whose
+//! whole first RTT was dropped (almost all of them in an incast) waits for grants, is
+//! granted in the lowest scheduled class, and its retransmissions queue behind the
+//! receiver's other granted bytes (up to ~430 KB, ~35 us at 100 Gbps): they arrived about
+//! 40 us after the grant, just after a 40 us timeout counted from the grant (or from the
+//! probe) had fired; the unpaced RESEND retransmissions then overflowed the port and caused
+//! real losses. The old rule hid these RESENDs only by accident (unscheduled bytes exceeded
+//! RTTbytes, so a message with nothing received never counted as credited). Starting the
+//! clock when the downlink could have delivered what the receiver asked for removes them:
+//! with this rule Fig. 20 at N = 32, seed 1 sends no RESEND, and at N = 32 and 256 over five
+//! seeds every RESEND names a packet that was lost (Aeolus retransmissions overflowing the
+//! receiver's port when the grants outstanding there exceed the buffer, see above). Tests:
+//! `no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive`
+//! (state machine; fails with the rule before) and, in `tests/homa.rs`,
+//! `incast_with_the_first_rtt_dropped_sends_no_spurious_resend` (the reduced Fig. 20 incast;
+//! measured to fail with the second rejected fix and with a clock counted from the grant).
+//! What the rule cannot tell apart (Aeolus §II-C's dilemma, also plain Homa's): a packet
+//! of a message that lost its rank is starved in a low class while higher classes keep the
+//! link busy. In `repro/ppt_fig23_incast` (120 KB ports, 1 ms timeout) 24% of the packets
+//! RESENDs named at N = 32 were still queued, some for over 1 ms.
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
@@ -634,6 +692,14 @@ impl RecvMsg {
     fn needs_grant(&self) -> bool {
         self.granted < self.cap()
     }
+    /// Whether the receiver expects bytes it has not got: the sender may have charged
+    /// min(grant offset, length + lost) bytes, and every one of them is accounted for by a
+    /// byte received or an unscheduled byte declared lost (whose retransmission the grant
+    /// paid for). False means the message waits for grants (Homa: "we've received
+    /// everything that we've granted").
+    fn awaits_data(&self) -> bool {
+        self.received + self.lost_bytes < self.granted.min(self.cap())
+    }
 }
 
 #[derive(Debug)]
@@ -672,6 +738,7 @@ pub struct Homa {
     stats: Vec<FlowStats>,
     scratch: Vec<(u64, Time, FlowId)>,
     lost_scratch: Vec<u32>,
+    woken_scratch: Vec<FlowId>,
 }
 
 impl Homa {
@@ -688,6 +755,7 @@ impl Homa {
             stats: Vec::new(),
             scratch: Vec::new(),
             lost_scratch: Vec::new(),
+            woken_scratch: Vec::new(),
         }
     }
 
@@ -1006,6 +1074,11 @@ impl Homa {
         let end = asked_end.min(m.next_new);
         let mut queued = 0;
         for idx in first..end {
+            if m.aeolus.as_mut().is_some_and(|a| a.take_over_lost(idx)) {
+                // Aeolus found it lost and waits for a credit to resend it: this copy is its
+                // one retransmission and spends the credit the receiver granted for it.
+                m.charged += (m.size - (idx * mss).min(m.size)).min(mss);
+            }
             if !m.resend.iter().any(|r| r.idx == idx) {
                 m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false });
                 queued += 1;
@@ -1197,6 +1270,8 @@ impl Homa {
         }
         cand.sort_unstable();
         let k = (self.p.overcommitment as usize).min(cand.len());
+        let mut woken = std::mem::take(&mut self.woken_scratch);
+        woken.clear();
         for (rank, &(_, _, f)) in cand[..k].iter().enumerate() {
             let prio = self.p.sched_prio(rank, k);
             let rtt = self.p.rtt_bytes;
@@ -1204,6 +1279,10 @@ impl Homa {
             let target = r.cap().min(r.received + r.lost_bytes + rtt);
             r.sched_prio = prio;
             if target > r.granted {
+                if !r.awaits_data() {
+                    // It was waiting for grants: its no-progress clock starts below.
+                    woken.push(f);
+                }
                 r.granted = target;
                 let src = r.src;
                 let mut g = self.ctrl(KIND_GRANT, f, src);
@@ -1212,6 +1291,20 @@ impl Homa {
                 self.emit(ctx, g);
             }
         }
+        if !woken.is_empty() {
+            // A message that waited for grants expects data again from now on, but its
+            // packets queue at this host's downlink behind every byte the host has already
+            // asked for (granted or unscheduled, not yet here): its no-progress clock starts
+            // when the downlink could have delivered all of them.
+            let outstanding = self.receiver_outstanding(ctx.host);
+            for &f in &woken {
+                let rate = ctx.flows.get(f as usize).map(|i| i.path_rate);
+                if let Rcv::Active(r) = &mut self.rcv[f as usize] {
+                    r.last_progress = ctx.now + rate.map_or(Time::ZERO, |x| x.tx_time(Bytes(outstanding)));
+                }
+            }
+        }
+        self.woken_scratch = woken;
         self.scratch = cand;
     }
 
@@ -1223,32 +1316,34 @@ impl Homa {
         if !r.timer.fire(gen) {
             return;
         }
+        if !r.awaits_data() {
+            // Everything granted (unscheduled bytes included) is here or declared lost with
+            // its retransmission not yet paid for: the message waits for grants, not for the
+            // network. Its clock stays at zero until a grant makes it expect bytes again.
+            r.last_progress = ctx.now;
+        }
         let due = r.last_progress + t;
         if ctx.now < due {
             let g = r.timer.arm(due);
             ctx.out.timer(due, token(f, TIMER_RECV, g));
             return;
         }
-        // No progress for resend_timeout: ask for every missing range below the grant.
-        // With Aeolus, an unscheduled packet declared lost is awaited only once the grant
-        // covers every retransmission (its credit was given); before that it waits for
-        // its credit, not for a RESEND.
-        let expected = r.size.min(r.granted).div_ceil(mss).min(r.npk);
+        // Bytes the receiver expects have not arrived for resend_timeout: ask for every
+        // missing packet the sender may have sent, i.e. below the new-data offset min(length,
+        // grant - lost) (each declared-lost unscheduled byte's retransmission took one byte
+        // of the grant), declared-lost packets included.
+        let expected = r.size.min(r.granted.saturating_sub(r.lost_bytes)).div_ceil(mss).min(r.npk);
         let u_bytes = self.p.unsched_bytes(r.size);
         let prio = if r.size > u_bytes { r.sched_prio } else { r.unsched_prio };
-        let credited = r.granted >= u_bytes + r.lost_bytes;
-        let missing = |r: &RecvMsg, i: u64| {
-            !r.has(i) && (credited || !r.aeolus.as_ref().is_some_and(|a| a.is_declared_lost(i as u32)))
-        };
         let mut ranges = Vec::new();
         let mut i = 0;
         while i < expected {
-            if !missing(r, i) {
+            if r.has(i) {
                 i += 1;
                 continue;
             }
             let a = i;
-            while i < expected && missing(r, i) {
+            while i < expected && !r.has(i) {
                 i += 1;
             }
             ranges.push((a, i));
@@ -1257,9 +1352,6 @@ impl Homa {
         let g = r.timer.arm(at);
         ctx.out.timer(at, token(f, TIMER_RECV, g));
         let (src, size) = (r.src, r.size);
-        if ranges.is_empty() {
-            return;
-        }
         for (a, b) in ranges {
             let first = a * mss;
             let end = (b * mss).min(size);
@@ -1362,16 +1454,7 @@ mod tests {
     const RTT_PS: u64 = 6_502_400;
 
     fn net() -> NetInfo {
-        NetInfo {
-            mtu: Bytes(1500),
-            header: Bytes(40),
-            ctrl_size: Bytes(64),
-            num_nodes: 8,
-            max_base_rtt: Time(RTT_PS),
-            max_host_rate: Rate::gbps(10),
-            priorities: 8,
-            size_cdf: None,
-        }
+        NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
     }
 
     fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
@@ -1713,6 +1796,136 @@ mod tests {
         let d: Vec<u64> = drain(&mut h, &fl, 0, Time::us(21), 5).iter().map(|p| p.seq / MSS).collect();
         assert_eq!(d, vec![9], "only the last new packet");
         assert_eq!(h.aeolus_sender(0).unwrap().resent(), 3);
+    }
+
+    /// The receiver timer of flow `f` among `a`'s timers, if one was armed.
+    fn recv_timer(a: &Actions, f: FlowId) -> Option<(Time, u64)> {
+        a.timers.iter().copied().find(|&(_, tok)| {
+            let (g, kind, _) = untoken(tok);
+            g == f && kind == TIMER_RECV
+        })
+    }
+
+    /// Homa + Aeolus, the hang of repro/ppt_fig23_incast: a 4,200 B message with
+    /// rtt_bytes 4,000 B is all unscheduled (3 packets, 4,380 B of payload room > rtt_bytes),
+    /// all three are dropped, the probe declares them lost and the receiver grants
+    /// min(length + lost, received + lost + rtt_bytes) = 8,200 B, short of unscheduled +
+    /// lost = 8,400 B. The sender still resends all three (a whole packet goes while it has
+    /// charged less than the grant), and those scheduled copies are lost too. Nothing the
+    /// receiver expects arrives for resend_timeout: it must ask for the three packets
+    /// (before the fix it waited for "credit" it had in fact given, forever).
+    #[test]
+    fn fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via_resend() {
+        let fl = flows(&[(0, 1, 4200)]);
+        let mut h = homa(json!({"aeolus": true, "rtt_bytes": 4000, "resend_timeout": "100us"}));
+        assert_eq!((h.params().unsched_packets(4200), h.params().unsched_bytes(4200)), (3, 4200));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 3));
+        let k: Vec<(u8, u64)> = sent.iter().map(|p| (p.kind, p.seq / MSS)).collect();
+        assert_eq!(k, vec![(KIND_DATA, 0), (KIND_DATA, 1), (KIND_DATA, 2), (KIND_PROBE, 2)]);
+        // The three data packets are dropped; the probe arrives at 5 us.
+        let mut probe = sent[3];
+        probe.src = 0;
+        let a = call(1, Time::us(5), &fl, |c| h.on_packet(c, &probe));
+        let (at, tok) = recv_timer(&a, 0).expect("receiver timer armed when it learns the message");
+        assert_eq!(at, Time::us(105));
+        let grant = kinds(&a, KIND_GRANT);
+        assert_eq!(grant.len(), 1);
+        assert_eq!(grant[0].seq, 8200, "received 0 + lost 4200 + rtt_bytes 4000");
+        // The sender learns the losses and resends all three as scheduled packets.
+        h.hosts[0].nic_busy = true;
+        for p in a.sends.iter() {
+            let mut p = *p;
+            p.src = 1;
+            call(0, Time::us(8), &fl, |c| h.on_packet(c, &p));
+        }
+        let retx: Vec<Packet> =
+            drain(&mut h, &fl, 0, Time::us(9), 5).into_iter().filter(|p| p.kind == KIND_DATA).collect();
+        assert_eq!(retx.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(retx.iter().all(|p| p.aux2 & DATA_RETX != 0 && !p.flags.has(PacketFlags::UNSCHEDULED)));
+        assert_eq!(h.receiver_outstanding(1), 4000, "8200 granted - 0 received - 4200 lost");
+        // They are dropped too. The message waited for grants until the probe's grant at
+        // 5 us; its clock starts when the receiver's link could have delivered the 4,000 B it
+        // asked for (3.2 us at 10 Gbps): at 105 us the timer re-arms for 108.2 us, when
+        // nothing the receiver expected has come for resend_timeout.
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        assert!(a.sends.is_empty());
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert_eq!(at, Time::us(105) + Rate::gbps(10).tx_time(Bytes(4000)));
+        let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+        let r = kinds(&a, KIND_RESEND);
+        assert_eq!(r.iter().map(|q| (q.seq, q.ack)).collect::<Vec<_>>(), vec![(0, 4200)], "RESEND of all three");
+        // The sender answers with the three packets (no second Aeolus copy pending); the
+        // message completes.
+        let mut q = r[0];
+        q.src = 1;
+        h.hosts[0].nic_busy = true;
+        call(0, Time::us(108), &fl, |c| h.on_packet(c, &q));
+        let again: Vec<Packet> =
+            drain(&mut h, &fl, 0, Time::us(109), 6).into_iter().filter(|p| p.kind == KIND_DATA).collect();
+        assert_eq!(
+            again.iter().map(|p| (p.seq / MSS, p.aux2 & DATA_RESEND)).collect::<Vec<_>>(),
+            vec![(0, DATA_RESEND), (1, DATA_RESEND), (2, DATA_RESEND)]
+        );
+        let mut done = Vec::new();
+        for p in &again {
+            done.extend(call(1, Time::us(112), &fl, |c| h.on_packet(c, p)).completions);
+        }
+        assert_eq!(done, vec![0]);
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 2 * 4200, timeouts: 1 });
+    }
+
+    /// Homa's RESEND rule (HomaModule: "we've received everything that we've granted, so we
+    /// shouldn't expect to hear anything until we grant more"): with overcommitment 1, a
+    /// 40-packet message (flow 1) that got all its 6 unscheduled packets waits while a
+    /// 30-packet one (flow 0) is granted. Its timer fires at 106 and 206 us: no RESEND (it
+    /// waits for grants). At 250 us flow 0's remaining packets arrive; once it is fully
+    /// granted (4 packets still to come) flow 1 is granted. Its clock starts at that grant
+    /// plus the time the receiver's link needs for what the receiver now expects (flow 0's
+    /// 4 packets and flow 1's 8,128 B: 11.2 us at 10 Gbps), so the timer at 306 us (56 us
+    /// later) sends nothing and the first RESEND goes at 361.2 us, for exactly the granted
+    /// packets that did not come.
+    #[test]
+    fn no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive() {
+        let fl = flows(&[(0, 3, 30 * MSS), (1, 3, 40 * MSS)]);
+        let mut h = homa(json!({"overcommitment": 1, "resend_timeout": "100us"}));
+        let mut timer = None;
+        for f in &fl {
+            for i in 0..6 {
+                let a = call(3, Time::us(5 + f.id as u64), &fl, |c| h.on_packet(c, &data(f, i, true)));
+                if f.id == 1 {
+                    assert!(kinds(&a, KIND_GRANT).iter().all(|g| g.flow == 0), "only the shorter one is granted");
+                    timer = recv_timer(&a, 1).or(timer);
+                }
+            }
+        }
+        let (mut at, mut tok) = timer.unwrap();
+        assert_eq!(at, Time::us(106));
+        let fire = |h: &mut Homa, now: Time, tok: u64| {
+            let a = call(3, now, &fl, |c| h.on_timer(c, tok));
+            (kinds(&a, KIND_RESEND), recv_timer(&a, 1).unwrap())
+        };
+        for expect in [Time::us(206), Time::us(306)] {
+            let (r, next) = fire(&mut h, at, tok);
+            assert!(r.is_empty(), "waiting for grants at {at}: {r:?}");
+            (at, tok) = next;
+            assert_eq!(at, expect);
+        }
+        // Flow 0's remaining packets arrive at 250 us; once it is fully granted the grants go
+        // to flow 1.
+        let mut g1 = Vec::new();
+        for i in 6..30 {
+            let a = call(3, Time::us(250), &fl, |c| h.on_packet(c, &data(&fl[0], i, false)));
+            g1.extend(kinds(&a, KIND_GRANT).into_iter().filter(|g| g.flow == 1));
+        }
+        assert_eq!(g1.iter().map(|g| g.seq).collect::<Vec<_>>(), vec![6 * MSS + 8128]);
+        // 306 us: granted 56 us ago, nothing sent; re-armed for 361.2 us.
+        let (r, next) = fire(&mut h, at, tok);
+        assert!(r.is_empty(), "granted only 56 us ago: {r:?}");
+        assert_eq!(next.0, Time::us(350) + Rate::gbps(10).tx_time(Bytes(4 * MSS + 8128)));
+        let (r, _) = fire(&mut h, next.0, next.1);
+        assert_eq!(r.iter().map(|q| (q.seq / MSS, q.ack)).collect::<Vec<_>>(), vec![(6, 6 * MSS)]);
     }
 
     /// Homa's own packets through a per-port selective-dropping switch port (Aeolus §VI):

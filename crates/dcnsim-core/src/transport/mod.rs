@@ -91,6 +91,22 @@ impl NetInfo {
     pub fn mss(&self) -> u64 {
         self.mtu.0 - self.header.0
     }
+
+    /// The fixture of the transports' unit tests: 8 hosts, 8 priority classes, 40 B headers,
+    /// 64 B control packets, no size CDF.
+    #[cfg(test)]
+    pub fn for_tests(mtu: u64, max_base_rtt: Time, max_host_rate: Rate) -> NetInfo {
+        NetInfo {
+            mtu: Bytes(mtu),
+            header: Bytes(40),
+            ctrl_size: Bytes(64),
+            num_nodes: 8,
+            max_base_rtt,
+            max_host_rate,
+            priorities: 8,
+            size_cdf: None,
+        }
+    }
 }
 
 /// Effects requested by a transport callback.

@@ -1228,16 +1228,7 @@ mod tests {
     use serde_json::json;
 
     fn net() -> NetInfo {
-        NetInfo {
-            mtu: Bytes(9000),
-            header: Bytes(40),
-            ctrl_size: Bytes(64),
-            num_nodes: 8,
-            max_base_rtt: Time::us(10),
-            max_host_rate: Rate::gbps(100),
-            priorities: 8,
-            size_cdf: None,
-        }
+        NetInfo::for_tests(9000, Time::us(10), Rate::gbps(100))
     }
 
     fn flow(id: FlowId, src: NodeId, dst: NodeId, size: u64) -> FlowInfo {

@@ -1127,16 +1127,7 @@ mod tests {
     const RTT_PS: u64 = 6_502_400;
 
     fn net() -> NetInfo {
-        NetInfo {
-            mtu: Bytes(1500),
-            header: Bytes(40),
-            ctrl_size: Bytes(64),
-            num_nodes: 8,
-            max_base_rtt: Time(RTT_PS),
-            max_host_rate: Rate::gbps(10),
-            priorities: 8,
-            size_cdf: None,
-        }
+        NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
     }
 
     /// T: one MTU at 10 Gbps.
