@@ -166,6 +166,10 @@ pub struct NetworkSpec {
     /// when its class would hold more than this (policy `priority_ecn` only).
     #[serde(default)]
     pub class_buffer: Vec<Bytes>,
+    /// A packet that does not fit in the shared buffer pushes out queued packets of lower
+    /// classes (policy `priority_ecn` only; default false: drop-tail).
+    #[serde(default)]
+    pub pushout: bool,
     #[serde(default = "d_policy")]
     pub queue_policy: String,
     #[serde(default = "d_routing")]
@@ -344,6 +348,14 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             .into());
         }
     }
+    if network.pushout && policy != QueuePolicyKind::PriorityEcn {
+        return Err(FieldError::invalid(
+            "network.pushout",
+            format!("is not supported by queue_policy '{}'", network.queue_policy),
+            "use queue_policy = \"priority_ecn\" or leave pushout out",
+        )
+        .into());
+    }
     if network.trim.trim_threshold == 0 {
         return Err(
             FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
@@ -397,6 +409,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         ecn_per_port: network.ecn_per_port,
         ecn_port_classes: network.ecn_port_classes.clone(),
         class_buffer: network.class_buffer.clone(),
+        pushout: network.pushout,
         selective: network.selective.clone(),
         trim: trim.clone(),
         pfabric: network.pfabric.clone(),

@@ -15,11 +15,25 @@
 //! buffer has room. This is the switch of PPT appendix D (Fig. 24), where RC3's low-priority
 //! queues may use only a share of the buffer, and the usual static per-queue threshold of
 //! shared-memory switches.
+//!
+//! Optionally (`with_pushout`, scenario `network.pushout = true`; off by default, when the
+//! port is CONVENTIONS.md's drop-tail buffer) a packet that does not fit in the shared buffer
+//! *pushes out* packets of strictly lower-priority classes: the tail packet of the lowest
+//! non-empty class below its own is dropped (cause `pushout`), then the next, until the
+//! arrival fits; if even every lower-class packet would not make room, the arrival is dropped
+//! and nothing is pushed out. Low-priority packets then use only buffer that higher classes
+//! do not need (PPT §6.3.2: under incast "the high priority traffic almost saturate the
+//! switch buffer ..., leaving little space for low priority opportunistic packets"). The
+//! per-class limits apply first (an arrival over its class limit pushes nothing out); ECN
+//! marking then sees the occupancy left after the push-out.
 
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
 
 /// Drop cause: the packet's class reached its own admission limit (`network.class_buffer`).
 pub const DROP_CLASS_LIMIT: &str = "class_limit";
+/// Drop cause: a queued lower-priority packet made room for a higher-priority arrival
+/// (`network.pushout`).
+pub const DROP_PUSHOUT: &str = "pushout";
 use crate::packet::{Ecn, Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Time};
 use std::collections::VecDeque;
@@ -70,6 +84,16 @@ impl ClassQueues {
     #[inline]
     pub fn pop_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
         let (idx, sz) = self.queues[c].pop_front()?;
+        self.bytes[c] -= sz as u64;
+        self.total -= sz as u64;
+        if self.queues[c].is_empty() {
+            self.nonempty &= !(1 << c);
+        }
+        Some((idx, sz))
+    }
+    /// Remove the most recently queued packet of class `c`: (packet, wire size).
+    pub fn pop_back_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
+        let (idx, sz) = self.queues[c].pop_back()?;
         self.bytes[c] -= sz as u64;
         self.total -= sz as u64;
         if self.queues[c].is_empty() {
@@ -136,6 +160,8 @@ pub struct PriorityEcn {
     ecn: EcnMarker,
     /// Per-class admission limit in bytes (u64::MAX: only the shared buffer applies).
     class_limit: [u64; 8],
+    /// A full buffer pushes out lower-class packets for a higher-class arrival.
+    pushout: bool,
 }
 
 impl PriorityEcn {
@@ -145,6 +171,7 @@ impl PriorityEcn {
             buffer: buffer.0,
             ecn: EcnMarker::new(&ecn_k, per_port),
             class_limit: [u64::MAX; 8],
+            pushout: false,
         }
     }
 }
@@ -164,6 +191,30 @@ impl PriorityEcn {
         }
         self
     }
+    /// Let an arrival that does not fit push out queued packets of lower-priority classes
+    /// (module docs).
+    pub fn with_pushout(mut self, on: bool) -> Self {
+        self.pushout = on;
+        self
+    }
+    /// Make room for `size` bytes of class `c` by dropping the tail packets of the lowest
+    /// non-empty classes below `c`; false (and nothing dropped) if they cannot free enough.
+    fn push_out(&mut self, c: usize, size: u64, fx: &mut PortEffects) -> bool {
+        let need = self.q.total() + size - self.buffer;
+        let lower: u64 = (c + 1..self.q.classes() as usize).map(|k| self.q.class_bytes(k)).sum();
+        if lower < need {
+            return false;
+        }
+        let mut freed = 0;
+        for k in (c + 1..self.q.classes() as usize).rev() {
+            while freed < need {
+                let Some((victim, sz)) = self.q.pop_back_class(k) else { break };
+                fx.drops.push((victim, DROP_PUSHOUT));
+                freed += sz as u64;
+            }
+        }
+        true
+    }
 }
 
 impl QueueDisc for PriorityEcn {
@@ -171,11 +222,14 @@ impl QueueDisc for PriorityEcn {
     fn enqueue(&mut self, _now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
         let p = pkts.get_mut(idx);
         let size = p.size as u64;
-        if self.q.total() + size > self.buffer {
-            fx.drops.push((idx, DROP_OVERFLOW));
-            return;
-        }
         let c = self.q.class_of(p.prio);
+        if self.q.total() + size > self.buffer {
+            let fits_class = self.q.class_bytes(c) + size <= self.class_limit[c];
+            if !(self.pushout && fits_class && self.push_out(c, size, fx)) {
+                fx.drops.push((idx, DROP_OVERFLOW));
+                return;
+            }
+        }
         if self.q.class_bytes(c) + size > self.class_limit[c] {
             fx.drops.push((idx, DROP_CLASS_LIMIT));
             return;
@@ -265,6 +319,74 @@ mod tests {
         assert_eq!(fx.drops[1..], [(hi[4], DROP_OVERFLOW)]);
         assert_eq!(q.queue_bytes(1), Bytes(3000));
         assert_eq!(q.bytes(), Bytes(9000));
+    }
+
+    /// `network.pushout`: a full 4500 B port (two class-5 packets queued at t = 0 and 1 us,
+    /// one class-0 at 2 us). At 3 us a class-0 packet arrives: drop-tail drops it; with
+    /// push-out the newest class-5 packet (t = 1 us) is dropped instead and the arrival is
+    /// served second. A class-5 or class-7 arrival finds nothing below it to push out.
+    #[test]
+    fn pushout_drops_lower_class_tail_for_higher_arrival() {
+        for pushout in [false, true] {
+            let mut a = PacketArena::new();
+            let mut q = PriorityEcn::new(Bytes(4500), 8, vec![], false).with_pushout(pushout);
+            let mut fx = PortEffects::default();
+            let lo0 = pkt(&mut a, 1500, 5, Ecn::NotEct);
+            let lo1 = pkt(&mut a, 1500, 5, Ecn::NotEct);
+            let hi0 = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            for (t, i) in [(0, lo0), (1, lo1), (2, hi0)] {
+                q.enqueue(Time::us(t), i, &mut a, &mut fx);
+            }
+            assert!(fx.drops.is_empty());
+            let hi1 = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            q.enqueue(Time::us(3), hi1, &mut a, &mut fx);
+            if pushout {
+                assert_eq!(fx.drops, vec![(lo1, DROP_PUSHOUT)], "the newest lowest-class packet leaves");
+                assert_eq!(q.queue_bytes(0), Bytes(3000));
+                assert_eq!(q.queue_bytes(5), Bytes(1500));
+            } else {
+                assert_eq!(fx.drops, vec![(hi1, DROP_OVERFLOW)], "drop-tail drops the arrival");
+            }
+            fx.clear();
+            // An arrival of the lowest occupied class, or below it, pushes nothing out.
+            for prio in [5, 7] {
+                let x = pkt(&mut a, 1500, prio, Ecn::NotEct);
+                q.enqueue(Time::us(4), x, &mut a, &mut fx);
+                assert_eq!(fx.drops, vec![(x, DROP_OVERFLOW)]);
+                fx.clear();
+            }
+            let order: Vec<_> = std::iter::from_fn(|| q.dequeue(Time::us(5), &mut a).map(|x| x.0)).collect();
+            if pushout {
+                assert_eq!(order, vec![hi0, hi1, lo0]);
+            } else {
+                assert_eq!(order, vec![hi0, lo0, lo1]);
+            }
+        }
+    }
+
+    /// Push-out needs enough lower-class bytes: a 1500 B class-1 arrival at a full 4000 B
+    /// port holding 3000 B of class 0 and 1000 B of class 6 cannot fit (500 B short after
+    /// pushing out all of class 6), so it is dropped and class 6 keeps its packet; a 900 B
+    /// arrival fits once the 1000 B class-6 packet is gone.
+    #[test]
+    fn pushout_only_when_lower_classes_free_enough() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(4000), 8, vec![], false).with_pushout(true);
+        let mut fx = PortEffects::default();
+        for (t, size, prio) in [(0, 1500, 0), (1, 1500, 0), (2, 1000, 6)] {
+            let x = pkt(&mut a, size, prio, Ecn::NotEct);
+            q.enqueue(Time::us(t), x, &mut a, &mut fx);
+        }
+        let big = pkt(&mut a, 1500, 1, Ecn::NotEct);
+        q.enqueue(Time::us(3), big, &mut a, &mut fx);
+        assert_eq!(fx.drops, vec![(big, DROP_OVERFLOW)]);
+        assert_eq!(q.queue_bytes(6), Bytes(1000));
+        fx.clear();
+        let small = pkt(&mut a, 900, 1, Ecn::NotEct);
+        q.enqueue(Time::us(4), small, &mut a, &mut fx);
+        assert_eq!(fx.drops.len(), 1);
+        assert_eq!(fx.drops[0].1, DROP_PUSHOUT);
+        assert_eq!((q.queue_bytes(6), q.queue_bytes(1), q.bytes()), (Bytes(0), Bytes(900), Bytes(3900)));
     }
 
     #[test]

@@ -156,6 +156,10 @@ pub struct LpStats {
     /// Sum over LP ACKs of (arrival time - send time of the last packet it acknowledges), ps:
     /// with `acks`, the mean low-priority round trip including queueing.
     pub ack_rtt_ps: u64,
+    /// Loops ended by the idle rule (`idle_rtts` RTTs without an LP ACK).
+    pub closed_idle: u32,
+    /// Loops ended because nothing was left between the HCP and the tail (the loops met).
+    pub closed_met: u32,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -363,6 +367,7 @@ impl LpSender {
                 if self.idle.fire(gen) && self.open {
                     let due = self.last_ack + self.idle_len;
                     if lx.now >= due {
+                        self.stats.closed_idle += 1;
                         self.close();
                     } else {
                         let g = self.idle.arm(due);
@@ -398,6 +403,7 @@ impl LpSender {
     /// Send one opportunistic packet; false (and the loop closes) if nothing is left.
     fn send_one(&mut self, lx: &mut LpCx) -> bool {
         let Some((s, e)) = self.next_segment(lx.floor, lx.buf_end, lx.p.mss) else {
+            self.stats.closed_met += self.open as u32;
             self.close();
             return false;
         };
