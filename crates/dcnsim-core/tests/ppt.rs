@@ -288,6 +288,8 @@ struct TwoToOne {
     rcvd_ce: [u64; 8],
     closed_idle: u64,
     closed_met: u64,
+    /// LP ACKs arriving with no loop open, of which with ECE, packets they released.
+    late: (u64, u64, u64),
     /// Payload bytes delivered / payload bytes sent (PPT Fig. 29's transfer efficiency).
     efficiency: f64,
     /// Drops per cause.
@@ -340,7 +342,7 @@ fn two_to_one_on(
     let nflows = flows.len();
     let tap = Rc::new(RefCell::new(Tap::default()));
     let mut lp = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut closed = (0u64, 0u64);
+    let mut closed = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut add = |s: dcnsim_core::transport::lowprio::LpStats| {
         lp.0 += s.loops as u64;
         lp.1 += (s.loops > 0) as u64;
@@ -353,6 +355,9 @@ fn two_to_one_on(
         lp.8 += s.ack_rtt_ps;
         closed.0 += s.closed_idle as u64;
         closed.1 += s.closed_met as u64;
+        closed.2 += s.late_acks;
+        closed.3 += s.late_ece;
+        closed.4 += s.late_pkts;
     };
     let out = if proto == "ppt" {
         let inner = Rc::new(RefCell::new(ppt::Ppt::from_config(&sc.transport_cfg, &sc.net_info).unwrap()));
@@ -427,6 +432,7 @@ fn two_to_one_on(
         rcvd_ce: tp.rcvd_ce,
         closed_idle: closed.0,
         closed_met: closed.1,
+        late: (closed.2, closed.3, closed.4),
         efficiency: total as f64 / out.counters.data_payload_sent.max(1) as f64,
         drop_causes: out.counters.drops.iter().map(|d| (d.0.to_string(), d.1)).collect(),
     }
@@ -434,21 +440,24 @@ fn two_to_one_on(
 
 /// Print the low-priority mechanics of a run: marks, loop ends, buffer split.
 fn print_mechanics(name: &str, r: &TwoToOne) {
-    let lp_sent: u64 = r.sent[4..].iter().sum();
-    let lp_rcvd: u64 = r.rcvd[4..].iter().sum();
-    let lp_ce: u64 = r.rcvd_ce[4..].iter().sum();
-    let hp_q: f64 = r.q_avg[..4].iter().sum();
-    let lp_q: f64 = r.q_avg[4..].iter().sum();
+    // RC3: HCP in class 0, opportunistic packets from class 1; PPT: 0-3 / 4-7.
+    let l = if name.contains("rc3") { 1 } else { 4 };
+    let lp_sent: u64 = r.sent[l..].iter().sum();
+    let lp_rcvd: u64 = r.rcvd[l..].iter().sum();
+    let lp_ce: u64 = r.rcvd_ce[l..].iter().sum();
+    let hp_q: f64 = r.q_avg[..l].iter().sum();
+    let lp_q: f64 = r.q_avg[l..].iter().sum();
     eprintln!(
         "{name}: avg {:.0} small avg {:.0} p99 {:.0} large {:.0} us | drops {} {:?} timeouts {} | efficiency {:.4}",
         r.fct.all, r.fct.small_avg, r.fct.small_p99, r.fct.large_avg, r.drops, r.drop_causes, r.timeouts, r.efficiency
     );
     eprintln!(
-        "  LP pkts sent {lp_sent} rcvd {lp_rcvd} ({:.1}% lost) CE-marked {lp_ce} ({:.1}% of rcvd) | LP ACKs {} with ECE {} | loops {} ended idle {} met {} | LP RTT {:.1} us",
+        "  LP pkts sent {lp_sent} rcvd {lp_rcvd} ({:.1}% lost) CE-marked {lp_ce} ({:.1}% of rcvd) | LP ACKs {} with ECE {} (in open loops; late {:?}) | loops {} ended idle {} met {} | LP RTT {:.1} us",
         100.0 * (1.0 - lp_rcvd as f64 / lp_sent.max(1) as f64),
         100.0 * lp_ce as f64 / lp_rcvd.max(1) as f64,
         r.lp_acks,
         r.lp_ece,
+        r.late,
         r.loops,
         r.closed_idle,
         r.closed_met,
@@ -501,9 +510,10 @@ fn diag_lcp_ecn_ablation() {
         let net = format!(
             r#"{{"buffer":"120KB","ecn_k_per_queue":["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"],"ecn_port_classes":[4,5,6,7]{extra}}}"#
         );
-        for (name, tx) in [("ppt", ""), ("no_lcp_ecn", r#","lcp_ecn":false"#)] {
-            let r = two_to_one_on("ppt", tx, 1500, topo, Some(&net), 3);
-            print_mechanics(&format!("{label} {name}{extra}"), &r);
+        let late = std::env::var("PPT_EXTRA").unwrap_or_default();
+        for (name, tx) in [("ppt", String::new()), ("no_lcp_ecn", r#","lcp_ecn":false"#.to_string())] {
+            let r = two_to_one_on("ppt", &format!("{tx}{late}"), 1500, topo, Some(&net), 3);
+            print_mechanics(&format!("{label} {name}{late}{extra}"), &r);
         }
     }
 }

@@ -122,6 +122,9 @@ pub struct LpParams {
     pub idle_rtts: u32,
     /// The receiver sends one LP ACK per this many opportunistic packets.
     pub ack_every: u32,
+    /// LP ACKs that arrive after their loop has ended (idle rule) still release packets
+    /// under `Ewd` (PPT `lcp_late_acks`, see ppt.rs); false: a closed loop sends nothing.
+    pub late_acks: bool,
 }
 
 /// What an LCP call needs besides the loop's own state.
@@ -160,6 +163,12 @@ pub struct LpStats {
     pub closed_idle: u32,
     /// Loops ended because nothing was left between the HCP and the tail (the loops met).
     pub closed_met: u32,
+    /// LP ACKs that arrived while no loop was open.
+    pub late_acks: u64,
+    /// ... of which carried ECE.
+    pub late_ece: u64,
+    /// Opportunistic packets released by such late LP ACKs (`late_acks` option).
+    pub late_pkts: u64,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -323,6 +332,14 @@ impl LpSender {
         self.stats.acks += 1;
         self.stats.ack_rtt_ps += lx.now.0.saturating_sub(pkt.ts.0);
         if !self.open {
+            self.stats.late_acks += 1;
+            self.stats.late_ece += ece as u64;
+            // `late_acks`: a plain LP ACK releases one packet even after the idle rule ended
+            // its loop (PPT §3.2 / §5.2 `tcp_ack_loops` release on every non-ECE LP ACK); an
+            // ECE one releases nothing. No loop reopens and no timer is armed.
+            if lx.p.late_acks && lx.p.release == Release::Ewd && !(ece && lx.p.react_ece) && self.send_one(lx) {
+                self.stats.late_pkts += 1;
+            }
             return;
         }
         self.last_ack = lx.now;

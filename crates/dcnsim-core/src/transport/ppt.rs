@@ -248,6 +248,7 @@ struct PptOwn {
     scheduling: bool,
     identification: bool,
     hypothetical: bool,
+    lcp_late_acks: bool,
 }
 
 impl Default for PptOwn {
@@ -265,6 +266,7 @@ impl Default for PptOwn {
             scheduling: true,
             identification: true,
             hypothetical: false,
+            lcp_late_acks: false,
         }
     }
 }
@@ -288,6 +290,7 @@ impl Ppt {
         "scheduling",
         "identification",
         "hypothetical",
+        "lcp_late_acks",
     ];
 
     /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window` and
@@ -303,6 +306,7 @@ impl Ppt {
         "ewd",
         "scheduling",
         "identification",
+        "lcp_late_acks",
     ];
 
     /// PPT over DCTCP (`protocol = "ppt"`).
@@ -389,6 +393,7 @@ impl Ppt {
             pace: o.ewd || hyp,
             idle_rtts: o.lcp_idle_rtts,
             ack_every: 2,
+            late_acks: o.lcp_late_acks,
         };
         let p = DualParams {
             name: if over_swift { "ppt_swift" } else { "ppt" },
@@ -578,6 +583,7 @@ mod tests {
             pace: true,
             idle_rtts: 2,
             ack_every: 2,
+            late_acks: false,
         }
     }
 
@@ -616,6 +622,58 @@ mod tests {
         assert_eq!((q.prio, q.ecn), (4, Ecn::Ect));
         // Both ACKs' ranges are known delivered, whatever their ECE.
         assert_eq!(lp.pending_delivered(), &[(994_160, 1_000_000)]);
+    }
+
+    /// `lcp_late_acks`: a loop opened at t = 0 (4-packet window paced over a 40 us RTT) gets
+    /// no LP ACK, so the idle rule ends it at 80 us. LP ACKs delayed behind HCP packets then
+    /// arrive at 500 us and 501 us: by default they release nothing (the loop is closed);
+    /// with `late_acks` the plain one releases exactly one packet and the ECE one none, and
+    /// the loop stays closed.
+    #[test]
+    fn late_lp_acks_release_only_with_the_option_and_without_ece() {
+        for late in [false, true] {
+            let f = flow(1_000_000, 40);
+            let mut p = lp_params();
+            p.late_acks = late;
+            let mut lp = LpSender::new(&f);
+            let prio = |_s: u64| 4u8;
+            let mut out = Actions::new();
+            let mut lx =
+                LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
+            let mut timers: Vec<(Time, u64)> = out.timers.clone();
+            let mut sent = out.sends.len();
+            while let Some(i) = (0..timers.len()).min_by_key(|&i| timers[i].0) {
+                let (at, tok) = timers.remove(i);
+                out.clear();
+                let (_, k, g) = untoken(tok);
+                let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+                lp.on_timer(&mut lx, k, g);
+                sent += out.sends.len();
+                timers.extend(out.timers.iter().copied());
+                if !lp.is_open() {
+                    assert_eq!(at, Time::us(80), "idle rule: 2 RTTs without an LP ACK");
+                }
+            }
+            assert_eq!(sent, 4);
+            assert!(!lp.is_open());
+            out.clear();
+            let mut lx =
+                LpCx { now: Time::us(500), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (997_080, 998_540), false));
+            assert_eq!(out.sends.len(), late as usize, "plain late LP ACK (late_acks = {late})");
+            if late {
+                assert_eq!(out.sends[0].seq, (1_000_000 / MSS) * MSS - 4 * MSS, "the segment below the window");
+            }
+            out.clear();
+            let mut lx =
+                LpCx { now: Time::us(501), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (994_160, 995_620), true));
+            assert!(out.sends.is_empty(), "an ECE late LP ACK releases nothing");
+            assert!(!lp.is_open() && out.timers.is_empty(), "no loop reopens");
+            let st = lp.stats();
+            assert_eq!((st.late_acks, st.late_ece, st.late_pkts), (2, 1, late as u64));
+        }
     }
 
     #[test]
