@@ -166,10 +166,10 @@ pub struct NetworkSpec {
     /// when its class would hold more than this (policy `priority_ecn` only).
     #[serde(default)]
     pub class_buffer: Vec<Bytes>,
-    /// A packet that does not fit in the shared buffer pushes out queued packets of lower
-    /// classes (policy `priority_ecn` only; default false: drop-tail).
+    /// Classes whose queued packets an arrival of a higher class that does not fit in the
+    /// shared buffer may push out (policy `priority_ecn` only; default none: drop-tail).
     #[serde(default)]
-    pub pushout: bool,
+    pub pushout_classes: Vec<u8>,
     #[serde(default = "d_policy")]
     pub queue_policy: String,
     #[serde(default = "d_routing")]
@@ -348,11 +348,19 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             .into());
         }
     }
-    if network.pushout && policy != QueuePolicyKind::PriorityEcn {
+    if let Some(c) = network.pushout_classes.iter().find(|&&c| c >= network.priorities) {
         return Err(FieldError::invalid(
-            "network.pushout",
+            "network.pushout_classes",
+            format!("class {c} does not exist with {} priorities", network.priorities),
+            "list classes from 0 to priorities - 1",
+        )
+        .into());
+    }
+    if !network.pushout_classes.is_empty() && policy != QueuePolicyKind::PriorityEcn {
+        return Err(FieldError::invalid(
+            "network.pushout_classes",
             format!("is not supported by queue_policy '{}'", network.queue_policy),
-            "use queue_policy = \"priority_ecn\" or leave pushout out",
+            "use queue_policy = \"priority_ecn\" or leave pushout_classes out",
         )
         .into());
     }
@@ -409,7 +417,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         ecn_per_port: network.ecn_per_port,
         ecn_port_classes: network.ecn_port_classes.clone(),
         class_buffer: network.class_buffer.clone(),
-        pushout: network.pushout,
+        pushout_classes: network.pushout_classes.clone(),
         selective: network.selective.clone(),
         trim: trim.clone(),
         pfabric: network.pfabric.clone(),

@@ -480,7 +480,7 @@ fn print_mechanics(name: &str, r: &TwoToOne) {
 /// load 0.5 of the receiver's link, the same K for every class at 60% and 80% of the buffer
 /// (72 / 96 KB): average bottleneck occupancy of the high- and low-priority classes and
 /// transfer efficiency for DCTCP, RC3 and PPT (PPT's LCP classes mark on port occupancy).
-/// `PPT_NET_EXTRA` adds fields to the `[network]` table (e.g. `,"pushout":true`).
+/// `PPT_NET_EXTRA` adds fields to the `[network]` table (e.g. `,"pushout_classes":[4,5,6,7]`).
 #[test]
 #[ignore]
 fn diag_fig28_buffer_split() {
@@ -490,9 +490,15 @@ fn diag_fig28_buffer_split() {
     for k in ["72KB", "96KB"] {
         for proto in ["dctcp", "rc3", "ppt"] {
             let ports = if proto == "ppt" { r#","ecn_port_classes":[4,5,6,7]"# } else { "" };
-            let net = format!(r#"{{"buffer":"120KB","ecn_k":"{k}"{ports}{extra}}}"#);
+            // PPT_PUSHOUT=1: the opportunistic classes may be pushed out (RC3: 1-7, PPT: 4-7).
+            let po = match (std::env::var("PPT_PUSHOUT").is_ok(), proto) {
+                (true, "rc3") => r#","pushout_classes":[1,2,3,4,5,6,7]"#,
+                (true, "ppt") => r#","pushout_classes":[4,5,6,7]"#,
+                _ => "",
+            };
+            let net = format!(r#"{{"buffer":"120KB","ecn_k":"{k}"{ports}{po}{extra}}}"#);
             let r = two_to_one_on(proto, "", flows, topo, Some(&net), 3);
-            print_mechanics(&format!("K={k} {proto}{extra}"), &r);
+            print_mechanics(&format!("K={k} {proto}{po}{extra}"), &r);
         }
     }
 }

@@ -16,12 +16,13 @@
 //! queues may use only a share of the buffer, and the usual static per-queue threshold of
 //! shared-memory switches.
 //!
-//! Optionally (`with_pushout`, scenario `network.pushout = true`; off by default, when the
+//! Optionally (`with_pushout`, scenario `network.pushout_classes`; none by default, when the
 //! port is CONVENTIONS.md's drop-tail buffer) a packet that does not fit in the shared buffer
-//! *pushes out* packets of strictly lower-priority classes: the tail packet of the lowest
-//! non-empty class below its own is dropped (cause `pushout`), then the next, until the
-//! arrival fits; if even every lower-class packet would not make room, the arrival is dropped
-//! and nothing is pushed out. Low-priority packets then use only buffer that higher classes
+//! *pushes out* queued packets of the listed classes that are below its own class: the tail
+//! packet of the lowest such non-empty class is dropped (cause `pushout`), then the next,
+//! until the arrival fits; if even all of them would not make room, the arrival is dropped
+//! and nothing is pushed out. Packets of unlisted classes are never pushed out (PPT: list the
+//! LCP classes 4-7, so HCP packets make room only by evicting opportunistic ones). Low-priority packets then use only buffer that higher classes
 //! do not need (PPT §6.3.2: under incast "the high priority traffic almost saturate the
 //! switch buffer ..., leaving little space for low priority opportunistic packets"). The
 //! per-class limits apply first (an arrival over its class limit pushes nothing out); ECN
@@ -160,8 +161,8 @@ pub struct PriorityEcn {
     ecn: EcnMarker,
     /// Per-class admission limit in bytes (u64::MAX: only the shared buffer applies).
     class_limit: [u64; 8],
-    /// A full buffer pushes out lower-class packets for a higher-class arrival.
-    pushout: bool,
+    /// Bit c set: queued class-c packets may be pushed out by a higher-class arrival.
+    pushout: u8,
 }
 
 impl PriorityEcn {
@@ -171,7 +172,7 @@ impl PriorityEcn {
             buffer: buffer.0,
             ecn: EcnMarker::new(&ecn_k, per_port),
             class_limit: [u64::MAX; 8],
-            pushout: false,
+            pushout: 0,
         }
     }
 }
@@ -191,22 +192,25 @@ impl PriorityEcn {
         }
         self
     }
-    /// Let an arrival that does not fit push out queued packets of lower-priority classes
-    /// (module docs).
-    pub fn with_pushout(mut self, on: bool) -> Self {
-        self.pushout = on;
+    /// Let an arrival that does not fit push out queued packets of the lower classes among
+    /// `classes` (module docs).
+    pub fn with_pushout(mut self, classes: &[u8]) -> Self {
+        self.pushout = classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
         self
     }
     /// Make room for `size` bytes of class `c` by dropping the tail packets of the lowest
-    /// non-empty classes below `c`; false (and nothing dropped) if they cannot free enough.
+    /// non-empty push-out classes below `c`; false (and nothing dropped) if they cannot free
+    /// enough.
     fn push_out(&mut self, c: usize, size: u64, fx: &mut PortEffects) -> bool {
         let need = self.q.total() + size - self.buffer;
-        let lower: u64 = (c + 1..self.q.classes() as usize).map(|k| self.q.class_bytes(k)).sum();
+        let victims = || (c + 1..self.q.classes() as usize).filter(|&k| self.pushout & (1 << k) != 0);
+        let lower: u64 = victims().map(|k| self.q.class_bytes(k)).sum();
         if lower < need {
             return false;
         }
+        let order: Vec<usize> = victims().rev().collect();
         let mut freed = 0;
-        for k in (c + 1..self.q.classes() as usize).rev() {
+        for k in order {
             while freed < need {
                 let Some((victim, sz)) = self.q.pop_back_class(k) else { break };
                 fx.drops.push((victim, DROP_PUSHOUT));
@@ -225,7 +229,7 @@ impl QueueDisc for PriorityEcn {
         let c = self.q.class_of(p.prio);
         if self.q.total() + size > self.buffer {
             let fits_class = self.q.class_bytes(c) + size <= self.class_limit[c];
-            if !(self.pushout && fits_class && self.push_out(c, size, fx)) {
+            if !(self.pushout != 0 && fits_class && self.push_out(c, size, fx)) {
                 fx.drops.push((idx, DROP_OVERFLOW));
                 return;
             }
@@ -321,15 +325,17 @@ mod tests {
         assert_eq!(q.bytes(), Bytes(9000));
     }
 
-    /// `network.pushout`: a full 4500 B port (two class-5 packets queued at t = 0 and 1 us,
-    /// one class-0 at 2 us). At 3 us a class-0 packet arrives: drop-tail drops it; with
-    /// push-out the newest class-5 packet (t = 1 us) is dropped instead and the arrival is
-    /// served second. A class-5 or class-7 arrival finds nothing below it to push out.
+    /// `network.pushout_classes = [4, 5, 6, 7]`: a full 4500 B port (two class-5 packets
+    /// queued at t = 0 and 1 us, one class-0 at 2 us). At 3 us a class-0 packet arrives:
+    /// drop-tail drops it; with push-out the newest class-5 packet (t = 1 us) is dropped
+    /// instead and the arrival is served second. A class-5 or class-7 arrival finds nothing
+    /// below it to push out.
     #[test]
     fn pushout_drops_lower_class_tail_for_higher_arrival() {
         for pushout in [false, true] {
             let mut a = PacketArena::new();
-            let mut q = PriorityEcn::new(Bytes(4500), 8, vec![], false).with_pushout(pushout);
+            let classes: &[u8] = if pushout { &[4, 5, 6, 7] } else { &[] };
+            let mut q = PriorityEcn::new(Bytes(4500), 8, vec![], false).with_pushout(classes);
             let mut fx = PortEffects::default();
             let lo0 = pkt(&mut a, 1500, 5, Ecn::NotEct);
             let lo1 = pkt(&mut a, 1500, 5, Ecn::NotEct);
@@ -364,14 +370,14 @@ mod tests {
         }
     }
 
-    /// Push-out needs enough lower-class bytes: a 1500 B class-1 arrival at a full 4000 B
-    /// port holding 3000 B of class 0 and 1000 B of class 6 cannot fit (500 B short after
-    /// pushing out all of class 6), so it is dropped and class 6 keeps its packet; a 900 B
-    /// arrival fits once the 1000 B class-6 packet is gone.
+    /// Push-out needs enough bytes in lower push-out classes: a 1500 B class-1 arrival at a
+    /// full 4000 B port holding 3000 B of class 0 and 1000 B of class 6 cannot fit (500 B
+    /// short after pushing out all of class 6), so it is dropped and class 6 keeps its
+    /// packet; a 900 B arrival fits once the 1000 B class-6 packet is gone.
     #[test]
     fn pushout_only_when_lower_classes_free_enough() {
         let mut a = PacketArena::new();
-        let mut q = PriorityEcn::new(Bytes(4000), 8, vec![], false).with_pushout(true);
+        let mut q = PriorityEcn::new(Bytes(4000), 8, vec![], false).with_pushout(&[4, 5, 6, 7]);
         let mut fx = PortEffects::default();
         for (t, size, prio) in [(0, 1500, 0), (1, 1500, 0), (2, 1000, 6)] {
             let x = pkt(&mut a, size, prio, Ecn::NotEct);
@@ -387,6 +393,24 @@ mod tests {
         assert_eq!(fx.drops.len(), 1);
         assert_eq!(fx.drops[0].1, DROP_PUSHOUT);
         assert_eq!((q.queue_bytes(6), q.queue_bytes(1), q.bytes()), (Bytes(0), Bytes(900), Bytes(3900)));
+    }
+
+    /// Only listed classes are pushed out: with classes [4..7], a full 3000 B port holding a
+    /// class-3 packet (t = 0) and a class-0 packet (t = 1 us) drops a class-0 arrival at
+    /// 2 us (drop-tail) rather than evicting the class-3 packet.
+    #[test]
+    fn pushout_spares_unlisted_classes() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(3000), 8, vec![], false).with_pushout(&[4, 5, 6, 7]);
+        let mut fx = PortEffects::default();
+        for (t, prio) in [(0, 3), (1, 0)] {
+            let x = pkt(&mut a, 1500, prio, Ecn::NotEct);
+            q.enqueue(Time::us(t), x, &mut a, &mut fx);
+        }
+        let hi = pkt(&mut a, 1500, 0, Ecn::NotEct);
+        q.enqueue(Time::us(2), hi, &mut a, &mut fx);
+        assert_eq!(fx.drops, vec![(hi, DROP_OVERFLOW)]);
+        assert_eq!(q.queue_bytes(3), Bytes(1500));
     }
 
     #[test]

@@ -60,6 +60,7 @@
 //! | `scheduling` | true | false: every HCP packet in P0, every LCP packet in P4 (Fig. 17) |
 //! | `identification` | true | false: no flow is identified large (Fig. 18) |
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
+//! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
 //!
 //! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
 //!
@@ -114,6 +115,45 @@
 //!   has no limit of its own, only per-band child queues with their own limits; the paper
 //!   does not say how its ns-3 switches split the 120 KB between classes, so no per-class
 //!   limit is modelled (`network.class_buffer` can add one; see repro/ppt_fig12_13).
+//!   **Push-out (`network.pushout_classes = [4, 5, 6, 7]`, an explicit scenario option, off
+//!   by default):** an HCP packet that finds the shared buffer full evicts the newest queued
+//!   opportunistic packets instead of being dropped, so LCP packets use only buffer that the
+//!   HCP does not need: §6.3.2's "the high priority traffic almost saturate the switch
+//!   buffer ..., leaving little space for low priority opportunistic packets" and Fig. 28's
+//!   low-priority queue at a few % of the occupancy. Why it is needed, measured in the
+//!   2-to-1 diagnostics of tests/ppt.rs (`diag_fig28_buffer_split`, Fig. 28's setup: 40
+//!   Gbps, 120 KB, the same K for every class at 60% / 80% of the buffer; web search at load
+//!   0.5, 1500 flows): on drop-tail, opportunistic packets hold 51% / 48% of the average
+//!   bottleneck occupancy (15.5 of 30.3 KB / 16.0 of 33.6 KB; paper: 2.6-3.1%) because an
+//!   LCP packet admitted below K then waits behind every HCP packet (mean LP round trip
+//!   0.4-0.5 ms against a ~9 us base RTT) and HCP arrivals overflow the rest: PPT drops
+//!   28,947 / 85,867 packets against DCTCP's 9,555 / 16,435 and is worse than DCTCP overall
+//!   (897 / 1,023 vs 817 / 840 us). With push-out of the LCP classes: LCP share 26.7% / 17.3%,
+//!   drops 17,063 / 22,826, overall 780 / 769 us, small-flow average 34 / 47 us (DCTCP
+//!   122 / 138), p99 1,038 / 1,049 us (DCTCP 2,457 / 2,458). Push-out of every lower class
+//!   (HCP classes too) gave 13 us / 31 us small-flow average / p99, but that also lets a
+//!   small flow's HCP evict a large flow's, which is flow scheduling, not the LCP's buffer
+//!   share; only the LCP classes are listed. Alternatives considered: a per-class admission
+//!   limit (`network.class_buffer`, RC3's appendix-D variant) caps the LCP's share even when
+//!   the buffer is idle, and a threshold has to be chosen (a tuning knob the paper does not
+//!   give); push-out has no parameter. The reproductions keep the drop-tail rows as the
+//!   main ones and add push-out rows, labelled (repro/ppt_*/README.md).
+//! - **LCP ECN (Fig. 15) cannot act in our model**, measured in `diag_lcp_ecn_ablation`
+//!   (2-to-1, K 96 / 86 KB on 120 KB, LCP on port occupancy): 21-30% of the opportunistic
+//!   packets arrive CE-marked (the buffer held > 86 KB), but those are exactly the packets
+//!   that then wait behind the HCP, so their LP ACKs return after the idle rule has ended
+//!   the loop: of ~5,000 LP ACKs, ~2,300 arrive while their loop is open and only 15-19 of
+//!   those carry ECE; 574-717 of the ~2,600 late ones do. 90-93% of opportunistic packets are
+//!   initial-window packets, paced out within one RTT, before any LP ACK can return, and a
+//!   loop sends at most 2x its window under EWD, so ECE (which only withholds releases) has
+//!   nothing to act on: "w/o LCP ECN" changes FCTs by < 1%. With push-out, the same.
+//!   `lcp_late_acks = true` (default false) tests the reading of §3.2 / §5.2 in which every
+//!   non-ECE LP ACK releases a packet even after the idle rule ended the loop
+//!   (`tcp_ack_loops` does not mention the loop state): late ACKs then release 284-1,040
+//!   packets, ECE withholds 500-870 releases, and FCTs still move by < 2% either way. We
+//!   found no reading of §3 under which a loop's sending is not bounded by EWD and the idle
+//!   rule, which is what the paper's "w/o ECN, PPT's LCP loop may perceive congestion after
+//!   packet loss, thus aggressively injecting LCP packets" would need.
 //! - `ecn_port_classes = [4, 5, 6, 7]` (required): the LCP classes compare their K with the
 //!   whole port's buffer occupancy, as §3.2 marks low-priority packets on *buffer occupancy*
 //!   ("all data packets essentially share the switch buffer"), while the HCP classes 0-3 keep
@@ -647,7 +687,8 @@ mod tests {
                 let (at, tok) = timers.remove(i);
                 out.clear();
                 let (_, k, g) = untoken(tok);
-                let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+                let mut lx =
+                    LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
                 lp.on_timer(&mut lx, k, g);
                 sent += out.sends.len();
                 timers.extend(out.timers.iter().copied());
