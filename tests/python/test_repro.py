@@ -102,7 +102,7 @@ def test_ppt_ablations_reduced_each_mechanism_helps(tmp_path: Path) -> None:
     # Fig. 15 (w/o LCP ECN) is not reproduced (-3% to +6% overall over those seeds), so it
     # is not asserted; see repro/ppt_ablations/README.md.
     # On push-out switches (network.pushout_classes) scheduling and identification still
-    # matter as in Fig. 17/18 (seeds 1, 2, 3: 16-22% overall and 52% small average for
+    # matter as in Fig. 17/18 (seeds 1, 2, 3: 20-22% overall and 52% small average for
     # scheduling; 45-49% small average and 16-49% small p99 for identification); EWD and LCP
     # ECN do not (the switch already keeps opportunistic packets out of the HCP's way), so
     # they are not asserted there.
