@@ -137,13 +137,18 @@
 //!   limit (`network.class_buffer`, RC3's appendix-D variant) caps the LCP's share even when
 //!   the buffer is idle, and a threshold has to be chosen (a tuning knob the paper does not
 //!   give); push-out has no parameter. The reproductions keep the drop-tail rows as the
-//!   main ones and add push-out rows, labelled (repro/ppt_*/README.md).
+//!   main ones and add push-out rows, labelled (repro/ppt_*/README.md). Full size, push-out
+//!   against drop-tail PPT: Fig. 12 web search overall 1,339 -> 1,170 us, small-flow average
+//!   126 -> 73 us (DCTCP 1,401 / 148); Fig. 23 incast 37-111% worse than DCTCP -> between
+//!   6.4% worse and 9.4% better (the paper's "similar"); PPT over Swift (Fig. 14) then beats
+//!   Swift on all four metrics. But with push-out "w/o EWD" no longer hurts (Fig. 16 is
+//!   reproduced only on drop-tail): the switch does the protecting that EWD does.
 //! - **LCP ECN (Fig. 15) cannot act in our model**, measured in `diag_lcp_ecn_ablation`
 //!   (2-to-1, K 96 / 86 KB on 120 KB, LCP on port occupancy): 21-30% of the opportunistic
 //!   packets arrive CE-marked (the buffer held > 86 KB), but those are exactly the packets
 //!   that then wait behind the HCP, so their LP ACKs return after the idle rule has ended
-//!   the loop: of ~5,000 LP ACKs, ~2,300 arrive while their loop is open and only 15-19 of
-//!   those carry ECE; 574-717 of the ~2,600 late ones do. 90-93% of opportunistic packets are
+//!   the loop: of 4,509-5,045 LP ACKs, 1,950-2,308 arrive while their loop is open and only
+//!   15-19 of those carry ECE; 574-717 of the 2,559-2,737 late ones do. 90-93% of opportunistic packets are
 //!   initial-window packets, paced out within one RTT, before any LP ACK can return, and a
 //!   loop sends at most 2x its window under EWD, so ECE (which only withholds releases) has
 //!   nothing to act on: "w/o LCP ECN" changes FCTs by < 1%. With push-out, the same.
