@@ -467,6 +467,7 @@ mod tests {
             ecn_per_port: false,
             ecn_port_classes: vec![],
             class_buffer: vec![],
+            pushout_classes: vec![],
             selective: Default::default(),
             trim: Default::default(),
             pfabric: Default::default(),

@@ -166,6 +166,10 @@ pub struct NetworkSpec {
     /// when its class would hold more than this (policy `priority_ecn` only).
     #[serde(default)]
     pub class_buffer: Vec<Bytes>,
+    /// Classes whose queued packets an arrival of a higher class that does not fit in the
+    /// shared buffer may push out (policy `priority_ecn` only; default none: drop-tail).
+    #[serde(default)]
+    pub pushout_classes: Vec<u8>,
     #[serde(default = "d_policy")]
     pub queue_policy: String,
     #[serde(default = "d_routing")]
@@ -344,6 +348,22 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             .into());
         }
     }
+    if let Some(c) = network.pushout_classes.iter().find(|&&c| c >= network.priorities) {
+        return Err(FieldError::invalid(
+            "network.pushout_classes",
+            format!("class {c} does not exist with {} priorities", network.priorities),
+            "list classes from 0 to priorities - 1",
+        )
+        .into());
+    }
+    if !network.pushout_classes.is_empty() && policy != QueuePolicyKind::PriorityEcn {
+        return Err(FieldError::invalid(
+            "network.pushout_classes",
+            format!("is not supported by queue_policy '{}'", network.queue_policy),
+            "use queue_policy = \"priority_ecn\" or leave pushout_classes out",
+        )
+        .into());
+    }
     if network.trim.trim_threshold == 0 {
         return Err(
             FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
@@ -397,6 +417,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         ecn_per_port: network.ecn_per_port,
         ecn_port_classes: network.ecn_port_classes.clone(),
         class_buffer: network.class_buffer.clone(),
+        pushout_classes: network.pushout_classes.clone(),
         selective: network.selective.clone(),
         trim: trim.clone(),
         pfabric: network.pfabric.clone(),

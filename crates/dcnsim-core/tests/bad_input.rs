@@ -114,6 +114,24 @@ fn each_bad_input_names_its_field() {
             "network.class_buffer[1]",
         ),
         (
+            toml_with(
+                GOOD_TOPO,
+                "protocol = \"dctcp\"",
+                poisson,
+                "[network]\npriorities = 2\npushout_classes = [1, 2]",
+            ),
+            "network.pushout_classes",
+        ),
+        (
+            toml_with(
+                GOOD_TOPO,
+                "protocol = \"ndp\"",
+                poisson,
+                "[network]\nqueue_policy = \"ndp_trim\"\npushout_classes = [1]",
+            ),
+            "network.pushout_classes",
+        ),
+        (
             toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[output]\nsample_ports = \"spines\""),
             "output.sample_ports",
         ),

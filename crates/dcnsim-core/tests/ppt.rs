@@ -185,7 +185,7 @@ fn ppt_utilizes_the_bottleneck_better_than_dctcp_two_to_one() {
 // Diagnostic of the 2-to-1 case: drops per class, LCP loops per flow, queue per class.
 // ------------------------------------------------------------------------------------------
 
-use dcnsim_core::packet::{FlowId, Packet};
+use dcnsim_core::packet::{Ecn, FlowId, Packet};
 use dcnsim_core::transport::{registry, Ctx, FlowStats, Transport};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -194,6 +194,8 @@ use std::rc::Rc;
 struct Tap {
     sent: [u64; 8],
     rcvd: [u64; 8],
+    /// Data packets received CE-marked, per class.
+    rcvd_ce: [u64; 8],
 }
 
 struct Tapped<T: Transport> {
@@ -223,7 +225,9 @@ impl<T: Transport> Transport for Tapped<T> {
     }
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         if pkt.is_data() {
-            self.tap.borrow_mut().rcvd[pkt.prio as usize] += 1;
+            let mut t = self.tap.borrow_mut();
+            t.rcvd[pkt.prio as usize] += 1;
+            t.rcvd_ce[pkt.prio as usize] += (pkt.ecn == Ecn::Ce) as u64;
         }
         let n = ctx.out.sends.len();
         self.inner.borrow_mut().on_packet(ctx, pkt);
@@ -280,22 +284,47 @@ struct TwoToOne {
     lp_pkts: u64,
     case2_pkts: u64,
     lp_ack_rtt_us: f64,
+    rcvd: [u64; 8],
+    rcvd_ce: [u64; 8],
+    closed_idle: u64,
+    closed_met: u64,
+    /// LP ACKs arriving with no loop open, of which with ECE, packets they released.
+    late: (u64, u64, u64),
+    /// Payload bytes delivered / payload bytes sent (PPT Fig. 29's transfer efficiency).
+    efficiency: f64,
+    /// Drops per cause.
+    drop_causes: Vec<(String, u64)>,
 }
 
 fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
+    two_to_one_on(proto, transport_extra, flows_n, TWO_TO_ONE_TOPO, None, 3)
+}
+
+/// The 2-to-1 case on `topo`, with `net` as the `[network]` table (None: Eq. 3 thresholds,
+/// PPT's LCP classes on port occupancy).
+fn two_to_one_on(
+    proto: &str,
+    transport_extra: &str,
+    flows_n: usize,
+    topo: &str,
+    net: Option<&str>,
+    seed: u64,
+) -> TwoToOne {
     let probe = format!(
-        r#"{{"seed":3,"topology":{TWO_TO_ONE_TOPO},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
+        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
     );
     let ni = net_info_of(&probe);
     let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
     let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
-    let net = if proto == "ppt" {
+    let net = if let Some(n) = net {
+        n.to_string()
+    } else if proto == "ppt" {
         format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}],"ecn_port_classes":[4,5,6,7]}}"#, ks.join(","))
     } else {
         format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0)
     };
     let d = format!(
-        r#"{{"seed":3,"topology":{TWO_TO_ONE_TOPO},"transport":{{"protocol":"{proto}"{transport_extra}}},"network":{net},
+        r#"{{"seed":{seed},"topology":{topo},"transport":{{"protocol":"{proto}"{transport_extra}}},"network":{net},
             "workload":{{"pattern":"poisson","cdf":"websearch","load":0.125,"flows":{flows_n}}},
             "output":{{"audit":true,"sample_interval":"10us"}}}}"#
     );
@@ -313,22 +342,41 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
     let nflows = flows.len();
     let tap = Rc::new(RefCell::new(Tap::default()));
     let mut lp = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut closed = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut add = |s: dcnsim_core::transport::lowprio::LpStats| {
+        lp.0 += s.loops as u64;
+        lp.1 += (s.loops > 0) as u64;
+        lp.2 += s.acks;
+        lp.3 += s.ece_acks;
+        lp.4 += s.case2_loops as u64;
+        lp.5 += s.window_pkts;
+        lp.6 += s.pkts;
+        lp.7 += s.case2_pkts;
+        lp.8 += s.ack_rtt_ps;
+        closed.0 += s.closed_idle as u64;
+        closed.1 += s.closed_met as u64;
+        closed.2 += s.late_acks;
+        closed.3 += s.late_ece;
+        closed.4 += s.late_pkts;
+    };
     let out = if proto == "ppt" {
         let inner = Rc::new(RefCell::new(ppt::Ppt::from_config(&sc.transport_cfg, &sc.net_info).unwrap()));
         let t = Tapped { inner: inner.clone(), tap: tap.clone() };
         let out = dcnsim_core::sim::Sim::with_parts(&sc, flows, Box::new(t)).run(&mut |_| true);
         let p = inner.borrow();
         for f in 0..nflows as FlowId {
-            let s = p.lp_stats(f);
-            lp.0 += s.loops as u64;
-            lp.1 += (s.loops > 0) as u64;
-            lp.2 += s.acks;
-            lp.3 += s.ece_acks;
-            lp.4 += s.case2_loops as u64;
-            lp.5 += s.window_pkts;
-            lp.6 += s.pkts;
-            lp.7 += s.case2_pkts;
-            lp.8 += s.ack_rtt_ps;
+            add(p.lp_stats(f));
+        }
+        out
+    } else if proto == "rc3" {
+        let inner = Rc::new(RefCell::new(
+            dcnsim_core::transport::rc3::Rc3::from_config(&sc.transport_cfg, &sc.net_info).unwrap(),
+        ));
+        let t = Tapped { inner: inner.clone(), tap: tap.clone() };
+        let out = dcnsim_core::sim::Sim::with_parts(&sc, flows, Box::new(t)).run(&mut |_| true);
+        let p = inner.borrow();
+        for f in 0..nflows as FlowId {
+            add(p.lp_stats(f));
         }
         out
     } else {
@@ -380,6 +428,99 @@ fn two_to_one(proto: &str, transport_extra: &str, flows_n: usize) -> TwoToOne {
         lp_pkts: lp.6,
         case2_pkts: lp.7,
         lp_ack_rtt_us: lp.8 as f64 / 1e6 / lp.2.max(1) as f64,
+        rcvd: tp.rcvd,
+        rcvd_ce: tp.rcvd_ce,
+        closed_idle: closed.0,
+        closed_met: closed.1,
+        late: (closed.2, closed.3, closed.4),
+        efficiency: total as f64 / out.counters.data_payload_sent.max(1) as f64,
+        drop_causes: out.counters.drops.iter().map(|d| (d.0.to_string(), d.1)).collect(),
+    }
+}
+
+/// Print the low-priority mechanics of a run: marks, loop ends, buffer split.
+fn print_mechanics(name: &str, r: &TwoToOne) {
+    // RC3: HCP in class 0, opportunistic packets from class 1; PPT: 0-3 / 4-7.
+    let l = if name.contains("rc3") { 1 } else { 4 };
+    let lp_sent: u64 = r.sent[l..].iter().sum();
+    let lp_rcvd: u64 = r.rcvd[l..].iter().sum();
+    let lp_ce: u64 = r.rcvd_ce[l..].iter().sum();
+    let hp_q: f64 = r.q_avg[..l].iter().sum();
+    let lp_q: f64 = r.q_avg[l..].iter().sum();
+    eprintln!(
+        "{name}: avg {:.0} small avg {:.0} p99 {:.0} large {:.0} us | drops {} {:?} timeouts {} | efficiency {:.4}",
+        r.fct.all, r.fct.small_avg, r.fct.small_p99, r.fct.large_avg, r.drops, r.drop_causes, r.timeouts, r.efficiency
+    );
+    eprintln!(
+        "  LP pkts sent {lp_sent} rcvd {lp_rcvd} ({:.1}% lost) CE-marked {lp_ce} ({:.1}% of rcvd) | LP ACKs {} with ECE {} (in open loops; late {:?}) | loops {} ended idle {} met {} | LP RTT {:.1} us",
+        100.0 * (1.0 - lp_rcvd as f64 / lp_sent.max(1) as f64),
+        100.0 * lp_ce as f64 / lp_rcvd.max(1) as f64,
+        r.lp_acks,
+        r.lp_ece,
+        r.late,
+        r.loops,
+        r.closed_idle,
+        r.closed_met,
+        r.lp_ack_rtt_us
+    );
+    eprintln!(
+        "  bottleneck avg occupancy: HP {:.1} KB, LP {:.1} KB (LP {:.1}% of {:.1} KB) max {:.1} KB | window pkts {} case2 loops {} pkts {}",
+        hp_q / 1e3,
+        lp_q / 1e3,
+        100.0 * lp_q / (hp_q + lp_q).max(1e-9),
+        (hp_q + lp_q) / 1e3,
+        r.q_max_total as f64 / 1e3,
+        r.window_pkts,
+        r.case2,
+        r.case2_pkts
+    );
+}
+
+/// PPT appendix F, Fig. 28/29: 2 senders to 1 receiver, 40 Gbps, 120 KB buffer, web search at
+/// load 0.5 of the receiver's link, the same K for every class at 60% and 80% of the buffer
+/// (72 / 96 KB): average bottleneck occupancy of the high- and low-priority classes and
+/// transfer efficiency for DCTCP, RC3 and PPT (PPT's LCP classes mark on port occupancy).
+/// `PPT_NET_EXTRA` adds fields to the `[network]` table (e.g. `,"pushout_classes":[4,5,6,7]`).
+#[test]
+#[ignore]
+fn diag_fig28_buffer_split() {
+    let topo = r#"{"kind":"single_switch","hosts":4,"host_rate":"40Gbps","host_delay":"2us"}"#;
+    let extra = std::env::var("PPT_NET_EXTRA").unwrap_or_default();
+    let flows: usize = std::env::var("PPT_FLOWS").ok().and_then(|s| s.parse().ok()).unwrap_or(1500);
+    for k in ["72KB", "96KB"] {
+        for proto in ["dctcp", "rc3", "ppt"] {
+            let ports = if proto == "ppt" { r#","ecn_port_classes":[4,5,6,7]"# } else { "" };
+            // PPT_PUSHOUT=1: the opportunistic classes may be pushed out (RC3: 1-7, PPT: 4-7).
+            let po = match (std::env::var("PPT_PUSHOUT").is_ok(), proto) {
+                (true, "rc3") => r#","pushout_classes":[1,2,3,4,5,6,7]"#,
+                (true, "ppt") => r#","pushout_classes":[4,5,6,7]"#,
+                _ => "",
+            };
+            let net = format!(r#"{{"buffer":"120KB","ecn_k":"{k}"{ports}{po}{extra}}}"#);
+            let r = two_to_one_on(proto, "", flows, topo, Some(&net), 3);
+            print_mechanics(&format!("K={k} {proto}{po}{extra}"), &r);
+        }
+    }
+}
+
+/// The LCP-ECN ablation's mechanics (PPT Fig. 15) in the 2-to-1 case with the paper's §6.2
+/// thresholds (96 KB HCP / 86 KB LCP on a 120 KB buffer, LCP classes on port occupancy), at
+/// 10 Gbps / 37 us (the default 2-to-1) or 40 Gbps / ~9 us: how many opportunistic packets
+/// are marked, what ends the loops, PPT with and without LCP ECN.
+#[test]
+#[ignore]
+fn diag_lcp_ecn_ablation() {
+    let extra = std::env::var("PPT_NET_EXTRA").unwrap_or_default();
+    let t40 = r#"{"kind":"single_switch","hosts":4,"host_rate":"40Gbps","host_delay":"2us"}"#;
+    for (label, topo) in [("10G", TWO_TO_ONE_TOPO), ("40G", t40)] {
+        let net = format!(
+            r#"{{"buffer":"120KB","ecn_k_per_queue":["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"],"ecn_port_classes":[4,5,6,7]{extra}}}"#
+        );
+        let late = std::env::var("PPT_EXTRA").unwrap_or_default();
+        for (name, tx) in [("ppt", String::new()), ("no_lcp_ecn", r#","lcp_ecn":false"#.to_string())] {
+            let r = two_to_one_on("ppt", &format!("{tx}{late}"), 1500, topo, Some(&net), 3);
+            print_mechanics(&format!("{label} {name}{late}{extra}"), &r);
+        }
     }
 }
 

@@ -110,6 +110,9 @@ pub struct QueueConfig {
     pub ecn_port_classes: Vec<u8>,
     /// Per-class admission limits, one per class (empty: none; default policy only).
     pub class_buffer: Vec<Bytes>,
+    /// Classes whose queued packets a higher-class arrival may push out of a full buffer
+    /// (default policy only; empty = drop-tail).
+    pub pushout_classes: Vec<u8>,
     /// Parameters of the other policies (used only by the policy they belong to).
     pub selective: selective::SelectiveDropConfig,
     pub trim: trim::TrimConfig,
@@ -176,7 +179,8 @@ pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc
         (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(
             priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port)
                 .with_port_classes(&cfg.ecn_port_classes)
-                .with_class_limits(&cfg.class_buffer),
+                .with_class_limits(&cfg.class_buffer)
+                .with_pushout(&cfg.pushout_classes),
         ),
         (PortRole::Switch, QueuePolicyKind::SelectiveDrop) => Box::new(selective::SelectiveDrop::new(
             cfg.buffer,

@@ -15,11 +15,26 @@
 //! buffer has room. This is the switch of PPT appendix D (Fig. 24), where RC3's low-priority
 //! queues may use only a share of the buffer, and the usual static per-queue threshold of
 //! shared-memory switches.
+//!
+//! Optionally (`with_pushout`, scenario `network.pushout_classes`; none by default, when the
+//! port is CONVENTIONS.md's drop-tail buffer) a packet that does not fit in the shared buffer
+//! *pushes out* queued packets of the listed classes that are below its own class: the tail
+//! packet of the lowest such non-empty class is dropped (cause `pushout`), then the next,
+//! until the arrival fits; if even all of them would not make room, the arrival is dropped
+//! and nothing is pushed out. Packets of unlisted classes are never pushed out (PPT: list the
+//! LCP classes 4-7, so HCP packets make room only by evicting opportunistic ones). Low-priority packets then use only buffer that higher classes
+//! do not need (PPT §6.3.2: under incast "the high priority traffic almost saturate the
+//! switch buffer ..., leaving little space for low priority opportunistic packets"). The
+//! per-class limits apply first (an arrival over its class limit pushes nothing out); ECN
+//! marking then sees the occupancy left after the push-out.
 
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
 
 /// Drop cause: the packet's class reached its own admission limit (`network.class_buffer`).
 pub const DROP_CLASS_LIMIT: &str = "class_limit";
+/// Drop cause: a queued lower-priority packet made room for a higher-priority arrival
+/// (`network.pushout`).
+pub const DROP_PUSHOUT: &str = "pushout";
 use crate::packet::{Ecn, Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Time};
 use std::collections::VecDeque;
@@ -82,6 +97,17 @@ impl ClassQueues {
     pub fn pop_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
         let slot = &mut self.slots[c];
         let (idx, sz) = slot.queue.pop_front()?;
+        slot.bytes -= sz as u64;
+        self.total -= sz as u64;
+        if slot.queue.is_empty() {
+            self.nonempty &= !(1 << c);
+        }
+        Some((idx, sz))
+    }
+    /// Remove the most recently queued packet of class `c`: (packet, wire size).
+    pub fn pop_back_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
+        let slot = &mut self.slots[c];
+        let (idx, sz) = slot.queue.pop_back()?;
         slot.bytes -= sz as u64;
         self.total -= sz as u64;
         if slot.queue.is_empty() {
@@ -156,6 +182,8 @@ pub struct PriorityEcn {
     ecn: EcnMarker,
     /// Per-class admission limit in bytes (u64::MAX: only the shared buffer applies).
     class_limit: [u64; 8],
+    /// Bit c set: queued class-c packets may be pushed out by a higher-class arrival.
+    pushout: u8,
 }
 
 impl PriorityEcn {
@@ -166,6 +194,7 @@ impl PriorityEcn {
             limited: false,
             ecn: EcnMarker::new(&ecn_k, per_port),
             class_limit: [u64::MAX; 8],
+            pushout: 0,
         }
     }
 }
@@ -186,6 +215,33 @@ impl PriorityEcn {
         self.limited = self.class_limit.iter().any(|&l| l != u64::MAX);
         self
     }
+    /// Let an arrival that does not fit push out queued packets of the lower classes among
+    /// `classes` (module docs).
+    pub fn with_pushout(mut self, classes: &[u8]) -> Self {
+        self.pushout = classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
+        self
+    }
+    /// Make room for `size` bytes of class `c` by dropping the tail packets of the lowest
+    /// non-empty push-out classes below `c`; false (and nothing dropped) if they cannot free
+    /// enough.
+    fn push_out(&mut self, c: usize, size: u64, fx: &mut PortEffects) -> bool {
+        let need = self.q.total() + size - self.buffer;
+        let victims = || (c + 1..self.q.classes() as usize).filter(|&k| self.pushout & (1 << k) != 0);
+        let lower: u64 = victims().map(|k| self.q.class_bytes(k)).sum();
+        if lower < need {
+            return false;
+        }
+        let order: Vec<usize> = victims().rev().collect();
+        let mut freed = 0;
+        for k in order {
+            while freed < need {
+                let Some((victim, sz)) = self.q.pop_back_class(k) else { break };
+                fx.drops.push((victim, DROP_PUSHOUT));
+                freed += sz as u64;
+            }
+        }
+        true
+    }
 }
 
 impl QueueDisc for PriorityEcn {
@@ -193,11 +249,14 @@ impl QueueDisc for PriorityEcn {
     fn enqueue(&mut self, _now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
         let p = pkts.get_mut(idx);
         let size = p.size as u64;
-        if self.q.total() + size > self.buffer {
-            fx.drops.push((idx, DROP_OVERFLOW));
-            return;
-        }
         let c = self.q.class_of(p.prio);
+        if self.q.total() + size > self.buffer {
+            let fits_class = !self.limited || self.q.class_bytes(c) + size <= self.class_limit[c];
+            if !(self.pushout != 0 && fits_class && self.push_out(c, size, fx)) {
+                fx.drops.push((idx, DROP_OVERFLOW));
+                return;
+            }
+        }
         if self.limited && self.q.class_bytes(c) + size > self.class_limit[c] {
             fx.drops.push((idx, DROP_CLASS_LIMIT));
             return;
@@ -306,6 +365,94 @@ mod tests {
         assert_eq!(fx.drops[1..], [(hi[4], DROP_OVERFLOW)]);
         assert_eq!(q.queue_bytes(1), Bytes(3000));
         assert_eq!(q.bytes(), Bytes(9000));
+    }
+
+    /// `network.pushout_classes = [4, 5, 6, 7]`: a full 4500 B port (two class-5 packets
+    /// queued at t = 0 and 1 us, one class-0 at 2 us). At 3 us a class-0 packet arrives:
+    /// drop-tail drops it; with push-out the newest class-5 packet (t = 1 us) is dropped
+    /// instead and the arrival is served second. A class-5 or class-7 arrival finds nothing
+    /// below it to push out.
+    #[test]
+    fn pushout_drops_lower_class_tail_for_higher_arrival() {
+        for pushout in [false, true] {
+            let mut a = PacketArena::new();
+            let classes: &[u8] = if pushout { &[4, 5, 6, 7] } else { &[] };
+            let mut q = PriorityEcn::new(Bytes(4500), 8, vec![], false).with_pushout(classes);
+            let mut fx = PortEffects::default();
+            let lo0 = pkt(&mut a, 1500, 5, Ecn::NotEct);
+            let lo1 = pkt(&mut a, 1500, 5, Ecn::NotEct);
+            let hi0 = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            for (t, i) in [(0, lo0), (1, lo1), (2, hi0)] {
+                q.enqueue(Time::us(t), i, &mut a, &mut fx);
+            }
+            assert!(fx.drops.is_empty());
+            let hi1 = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            q.enqueue(Time::us(3), hi1, &mut a, &mut fx);
+            if pushout {
+                assert_eq!(fx.drops, vec![(lo1, DROP_PUSHOUT)], "the newest lowest-class packet leaves");
+                assert_eq!(q.queue_bytes(0), Bytes(3000));
+                assert_eq!(q.queue_bytes(5), Bytes(1500));
+            } else {
+                assert_eq!(fx.drops, vec![(hi1, DROP_OVERFLOW)], "drop-tail drops the arrival");
+            }
+            fx.clear();
+            // An arrival of the lowest occupied class, or below it, pushes nothing out.
+            for prio in [5, 7] {
+                let x = pkt(&mut a, 1500, prio, Ecn::NotEct);
+                q.enqueue(Time::us(4), x, &mut a, &mut fx);
+                assert_eq!(fx.drops, vec![(x, DROP_OVERFLOW)]);
+                fx.clear();
+            }
+            let order: Vec<_> = std::iter::from_fn(|| q.dequeue(Time::us(5), &mut a).map(|x| x.0)).collect();
+            if pushout {
+                assert_eq!(order, vec![hi0, hi1, lo0]);
+            } else {
+                assert_eq!(order, vec![hi0, lo0, lo1]);
+            }
+        }
+    }
+
+    /// Push-out needs enough bytes in lower push-out classes: a 1500 B class-1 arrival at a
+    /// full 4000 B port holding 3000 B of class 0 and 1000 B of class 6 cannot fit (500 B
+    /// short after pushing out all of class 6), so it is dropped and class 6 keeps its
+    /// packet; a 900 B arrival fits once the 1000 B class-6 packet is gone.
+    #[test]
+    fn pushout_only_when_lower_classes_free_enough() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(4000), 8, vec![], false).with_pushout(&[4, 5, 6, 7]);
+        let mut fx = PortEffects::default();
+        for (t, size, prio) in [(0, 1500, 0), (1, 1500, 0), (2, 1000, 6)] {
+            let x = pkt(&mut a, size, prio, Ecn::NotEct);
+            q.enqueue(Time::us(t), x, &mut a, &mut fx);
+        }
+        let big = pkt(&mut a, 1500, 1, Ecn::NotEct);
+        q.enqueue(Time::us(3), big, &mut a, &mut fx);
+        assert_eq!(fx.drops, vec![(big, DROP_OVERFLOW)]);
+        assert_eq!(q.queue_bytes(6), Bytes(1000));
+        fx.clear();
+        let small = pkt(&mut a, 900, 1, Ecn::NotEct);
+        q.enqueue(Time::us(4), small, &mut a, &mut fx);
+        assert_eq!(fx.drops.len(), 1);
+        assert_eq!(fx.drops[0].1, DROP_PUSHOUT);
+        assert_eq!((q.queue_bytes(6), q.queue_bytes(1), q.bytes()), (Bytes(0), Bytes(900), Bytes(3900)));
+    }
+
+    /// Only listed classes are pushed out: with classes [4..7], a full 3000 B port holding a
+    /// class-3 packet (t = 0) and a class-0 packet (t = 1 us) drops a class-0 arrival at
+    /// 2 us (drop-tail) rather than evicting the class-3 packet.
+    #[test]
+    fn pushout_spares_unlisted_classes() {
+        let mut a = PacketArena::new();
+        let mut q = PriorityEcn::new(Bytes(3000), 8, vec![], false).with_pushout(&[4, 5, 6, 7]);
+        let mut fx = PortEffects::default();
+        for (t, prio) in [(0, 3), (1, 0)] {
+            let x = pkt(&mut a, 1500, prio, Ecn::NotEct);
+            q.enqueue(Time::us(t), x, &mut a, &mut fx);
+        }
+        let hi = pkt(&mut a, 1500, 0, Ecn::NotEct);
+        q.enqueue(Time::us(2), hi, &mut a, &mut fx);
+        assert_eq!(fx.drops, vec![(hi, DROP_OVERFLOW)]);
+        assert_eq!(q.queue_bytes(3), Bytes(1500));
     }
 
     #[test]

@@ -122,6 +122,9 @@ pub struct LpParams {
     pub idle_rtts: u32,
     /// The receiver sends one LP ACK per this many opportunistic packets.
     pub ack_every: u32,
+    /// LP ACKs that arrive after their loop has ended (idle rule) still release packets
+    /// under `Ewd` (PPT `lcp_late_acks`, see ppt.rs); false: a closed loop sends nothing.
+    pub late_acks: bool,
 }
 
 /// What an LCP call needs besides the loop's own state.
@@ -156,6 +159,16 @@ pub struct LpStats {
     /// Sum over LP ACKs of (arrival time - send time of the last packet it acknowledges), ps:
     /// with `acks`, the mean low-priority round trip including queueing.
     pub ack_rtt_ps: u64,
+    /// Loops ended by the idle rule (`idle_rtts` RTTs without an LP ACK).
+    pub closed_idle: u32,
+    /// Loops ended because nothing was left between the HCP and the tail (the loops met).
+    pub closed_met: u32,
+    /// LP ACKs that arrived while no loop was open.
+    pub late_acks: u64,
+    /// ... of which carried ECE.
+    pub late_ece: u64,
+    /// Opportunistic packets released by such late LP ACKs (`late_acks` option).
+    pub late_pkts: u64,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -319,6 +332,14 @@ impl LpSender {
         self.stats.acks += 1;
         self.stats.ack_rtt_ps += lx.now.0.saturating_sub(pkt.ts.0);
         if !self.open {
+            self.stats.late_acks += 1;
+            self.stats.late_ece += ece as u64;
+            // `late_acks`: a plain LP ACK releases one packet even after the idle rule ended
+            // its loop (PPT §3.2 / §5.2 `tcp_ack_loops` release on every non-ECE LP ACK); an
+            // ECE one releases nothing. No loop reopens and no timer is armed.
+            if lx.p.late_acks && lx.p.release == Release::Ewd && !(ece && lx.p.react_ece) && self.send_one(lx) {
+                self.stats.late_pkts += 1;
+            }
             return;
         }
         self.last_ack = lx.now;
@@ -363,6 +384,7 @@ impl LpSender {
                 if self.idle.fire(gen) && self.open {
                     let due = self.last_ack + self.idle_len;
                     if lx.now >= due {
+                        self.stats.closed_idle += 1;
                         self.close();
                     } else {
                         let g = self.idle.arm(due);
@@ -398,6 +420,7 @@ impl LpSender {
     /// Send one opportunistic packet; false (and the loop closes) if nothing is left.
     fn send_one(&mut self, lx: &mut LpCx) -> bool {
         let Some((s, e)) = self.next_segment(lx.floor, lx.buf_end, lx.p.mss) else {
+            self.stats.closed_met += self.open as u32;
             self.close();
             return false;
         };

@@ -60,6 +60,7 @@
 //! | `scheduling` | true | false: every HCP packet in P0, every LCP packet in P4 (Fig. 17) |
 //! | `identification` | true | false: no flow is identified large (Fig. 18) |
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
+//! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
 //!
 //! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
 //!
@@ -114,6 +115,50 @@
 //!   has no limit of its own, only per-band child queues with their own limits; the paper
 //!   does not say how its ns-3 switches split the 120 KB between classes, so no per-class
 //!   limit is modelled (`network.class_buffer` can add one; see repro/ppt_fig12_13).
+//!   **Push-out (`network.pushout_classes = [4, 5, 6, 7]`, an explicit scenario option, off
+//!   by default):** an HCP packet that finds the shared buffer full evicts the newest queued
+//!   opportunistic packets instead of being dropped, so LCP packets use only buffer that the
+//!   HCP does not need: §6.3.2's "the high priority traffic almost saturate the switch
+//!   buffer ..., leaving little space for low priority opportunistic packets" and Fig. 28's
+//!   low-priority queue at a few % of the occupancy. Why it is needed, measured in the
+//!   2-to-1 diagnostics of tests/ppt.rs (`diag_fig28_buffer_split`, Fig. 28's setup: 40
+//!   Gbps, 120 KB, the same K for every class at 60% / 80% of the buffer; web search at load
+//!   0.5, 1500 flows): on drop-tail, opportunistic packets hold 51% / 48% of the average
+//!   bottleneck occupancy (15.5 of 30.3 KB / 16.0 of 33.6 KB; paper: 2.6-3.1%) because an
+//!   LCP packet admitted below K then waits behind every HCP packet (mean LP round trip
+//!   0.4-0.5 ms against a ~9 us base RTT) and HCP arrivals overflow the rest: PPT drops
+//!   28,947 / 85,867 packets against DCTCP's 9,555 / 16,435 and is worse than DCTCP overall
+//!   (897 / 1,023 vs 817 / 840 us). With push-out of the LCP classes: LCP share 26.7% / 17.3%,
+//!   drops 17,063 / 22,826, overall 780 / 769 us, small-flow average 34 / 47 us (DCTCP
+//!   122 / 138), p99 1,038 / 1,049 us (DCTCP 2,457 / 2,458). Push-out of every lower class
+//!   (HCP classes too) gave 13 us / 31 us small-flow average / p99, but that also lets a
+//!   small flow's HCP evict a large flow's, which is flow scheduling, not the LCP's buffer
+//!   share; only the LCP classes are listed. Alternatives considered: a per-class admission
+//!   limit (`network.class_buffer`, RC3's appendix-D variant) caps the LCP's share even when
+//!   the buffer is idle, and a threshold has to be chosen (a tuning knob the paper does not
+//!   give); push-out has no parameter. The reproductions keep the drop-tail rows as the
+//!   main ones and add push-out rows, labelled (repro/ppt_*/README.md). Full size, push-out
+//!   against drop-tail PPT: Fig. 12 web search overall 1,339 -> 1,170 us, small-flow average
+//!   126 -> 73 us (DCTCP 1,401 / 148); Fig. 23 incast 37-111% worse than DCTCP -> between
+//!   6.4% worse and 9.4% better (the paper's "similar"); PPT over Swift (Fig. 14) then beats
+//!   Swift on all four metrics. But with push-out "w/o EWD" no longer hurts (Fig. 16 is
+//!   reproduced only on drop-tail): the switch does the protecting that EWD does.
+//! - **LCP ECN (Fig. 15) cannot act in our model**, measured in `diag_lcp_ecn_ablation`
+//!   (2-to-1, K 96 / 86 KB on 120 KB, LCP on port occupancy): 21-30% of the opportunistic
+//!   packets arrive CE-marked (the buffer held > 86 KB), but those are exactly the packets
+//!   that then wait behind the HCP, so their LP ACKs return after the idle rule has ended
+//!   the loop: of 4,509-5,045 LP ACKs, 1,950-2,308 arrive while their loop is open and only
+//!   15-19 of those carry ECE; 574-717 of the 2,559-2,737 late ones do. 90-93% of opportunistic packets are
+//!   initial-window packets, paced out within one RTT, before any LP ACK can return, and a
+//!   loop sends at most 2x its window under EWD, so ECE (which only withholds releases) has
+//!   nothing to act on: "w/o LCP ECN" changes FCTs by < 1%. With push-out, the same.
+//!   `lcp_late_acks = true` (default false) tests the reading of §3.2 / §5.2 in which every
+//!   non-ECE LP ACK releases a packet even after the idle rule ended the loop
+//!   (`tcp_ack_loops` does not mention the loop state): late ACKs then release 284-1,040
+//!   packets, ECE withholds 500-870 releases, and FCTs still move by < 2% either way. We
+//!   found no reading of §3 under which a loop's sending is not bounded by EWD and the idle
+//!   rule, which is what the paper's "w/o ECN, PPT's LCP loop may perceive congestion after
+//!   packet loss, thus aggressively injecting LCP packets" would need.
 //! - `ecn_port_classes = [4, 5, 6, 7]` (required): the LCP classes compare their K with the
 //!   whole port's buffer occupancy, as §3.2 marks low-priority packets on *buffer occupancy*
 //!   ("all data packets essentially share the switch buffer"), while the HCP classes 0-3 keep
@@ -248,6 +293,7 @@ struct PptOwn {
     scheduling: bool,
     identification: bool,
     hypothetical: bool,
+    lcp_late_acks: bool,
 }
 
 impl Default for PptOwn {
@@ -265,6 +311,7 @@ impl Default for PptOwn {
             scheduling: true,
             identification: true,
             hypothetical: false,
+            lcp_late_acks: false,
         }
     }
 }
@@ -288,6 +335,7 @@ impl Ppt {
         "scheduling",
         "identification",
         "hypothetical",
+        "lcp_late_acks",
     ];
 
     /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window` and
@@ -303,6 +351,7 @@ impl Ppt {
         "ewd",
         "scheduling",
         "identification",
+        "lcp_late_acks",
     ];
 
     /// PPT over DCTCP (`protocol = "ppt"`).
@@ -389,6 +438,7 @@ impl Ppt {
             pace: o.ewd || hyp,
             idle_rtts: o.lcp_idle_rtts,
             ack_every: 2,
+            late_acks: o.lcp_late_acks,
         };
         let p = DualParams {
             name: if over_swift { "ppt_swift" } else { "ppt" },
@@ -578,6 +628,7 @@ mod tests {
             pace: true,
             idle_rtts: 2,
             ack_every: 2,
+            late_acks: false,
         }
     }
 
@@ -616,6 +667,59 @@ mod tests {
         assert_eq!((q.prio, q.ecn), (4, Ecn::Ect));
         // Both ACKs' ranges are known delivered, whatever their ECE.
         assert_eq!(lp.pending_delivered(), &[(994_160, 1_000_000)]);
+    }
+
+    /// `lcp_late_acks`: a loop opened at t = 0 (4-packet window paced over a 40 us RTT) gets
+    /// no LP ACK, so the idle rule ends it at 80 us. LP ACKs delayed behind HCP packets then
+    /// arrive at 500 us and 501 us: by default they release nothing (the loop is closed);
+    /// with `late_acks` the plain one releases exactly one packet and the ECE one none, and
+    /// the loop stays closed.
+    #[test]
+    fn late_lp_acks_release_only_with_the_option_and_without_ece() {
+        for late in [false, true] {
+            let f = flow(1_000_000, 40);
+            let mut p = lp_params();
+            p.late_acks = late;
+            let mut lp = LpSender::new(&f);
+            let prio = |_s: u64| 4u8;
+            let mut out = Actions::new();
+            let mut lx =
+                LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
+            let mut timers: Vec<(Time, u64)> = out.timers.clone();
+            let mut sent = out.sends.len();
+            while let Some(i) = (0..timers.len()).min_by_key(|&i| timers[i].0) {
+                let (at, tok) = timers.remove(i);
+                out.clear();
+                let (_, k, g) = untoken(tok);
+                let mut lx =
+                    LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+                lp.on_timer(&mut lx, k, g);
+                sent += out.sends.len();
+                timers.extend(out.timers.iter().copied());
+                if !lp.is_open() {
+                    assert_eq!(at, Time::us(80), "idle rule: 2 RTTs without an LP ACK");
+                }
+            }
+            assert_eq!(sent, 4);
+            assert!(!lp.is_open());
+            out.clear();
+            let mut lx =
+                LpCx { now: Time::us(500), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (997_080, 998_540), false));
+            assert_eq!(out.sends.len(), late as usize, "plain late LP ACK (late_acks = {late})");
+            if late {
+                assert_eq!(out.sends[0].seq, (1_000_000 / MSS) * MSS - 4 * MSS, "the segment below the window");
+            }
+            out.clear();
+            let mut lx =
+                LpCx { now: Time::us(501), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (994_160, 995_620), true));
+            assert!(out.sends.is_empty(), "an ECE late LP ACK releases nothing");
+            assert!(!lp.is_open() && out.timers.is_empty(), "no loop reopens");
+            let st = lp.stats();
+            assert_eq!((st.late_acks, st.late_ece, st.late_pkts), (2, 1, late as u64));
+        }
     }
 
     #[test]
