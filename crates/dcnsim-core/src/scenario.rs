@@ -314,14 +314,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     })?;
 
     // Network facts (base RTTs) from a routed instance of the topology.
-    if let Some(c) = network.ecn_port_classes.iter().find(|&&c| c >= network.priorities) {
-        return Err(FieldError::invalid(
-            "network.ecn_port_classes",
-            format!("class {c} does not exist with {} priorities", network.priorities),
-            "list classes from 0 to priorities - 1",
-        )
-        .into());
-    }
+    check_classes("network.ecn_port_classes", &network.ecn_port_classes, network.priorities)?;
     if !network.class_buffer.is_empty() {
         if network.class_buffer.len() != network.priorities as usize {
             return Err(FieldError::invalid(
@@ -348,14 +341,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             .into());
         }
     }
-    if let Some(c) = network.pushout_classes.iter().find(|&&c| c >= network.priorities) {
-        return Err(FieldError::invalid(
-            "network.pushout_classes",
-            format!("class {c} does not exist with {} priorities", network.priorities),
-            "list classes from 0 to priorities - 1",
-        )
-        .into());
-    }
+    check_classes("network.pushout_classes", &network.pushout_classes, network.priorities)?;
     if !network.pushout_classes.is_empty() && policy != QueuePolicyKind::PriorityEcn {
         return Err(FieldError::invalid(
             "network.pushout_classes",
@@ -549,6 +535,19 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         net_info,
         base_dir: base_dir.to_path_buf(),
     })
+}
+
+/// Every class in `classes` (the list at `field`) must exist among `priorities` classes.
+fn check_classes(field: &str, classes: &[u8], priorities: u8) -> Result<(), ScenarioError> {
+    match classes.iter().find(|&&c| c >= priorities) {
+        Some(c) => Err(FieldError::invalid(
+            field,
+            format!("class {c} does not exist with {priorities} priorities"),
+            "list classes from 0 to priorities - 1",
+        )
+        .into()),
+        None => Ok(()),
+    }
 }
 
 fn split_protocol(t: &serde_json::Value) -> Result<(String, serde_json::Value), ScenarioError> {

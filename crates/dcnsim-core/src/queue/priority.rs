@@ -226,14 +226,14 @@ impl PriorityEcn {
     /// enough.
     fn push_out(&mut self, c: usize, size: u64, fx: &mut PortEffects) -> bool {
         let need = self.q.total() + size - self.buffer;
-        let victims = || (c + 1..self.q.classes() as usize).filter(|&k| self.pushout & (1 << k) != 0);
-        let lower: u64 = victims().map(|k| self.q.class_bytes(k)).sum();
+        let (pushout, classes) = (self.pushout, self.q.classes() as usize);
+        let victims = (c + 1..classes).filter(|&k| pushout & (1 << k) != 0);
+        let lower: u64 = victims.clone().map(|k| self.q.class_bytes(k)).sum();
         if lower < need {
             return false;
         }
-        let order: Vec<usize> = victims().rev().collect();
         let mut freed = 0;
-        for k in order {
+        for k in victims.rev() {
             while freed < need {
                 let Some((victim, sz)) = self.q.pop_back_class(k) else { break };
                 fx.drops.push((victim, DROP_PUSHOUT));

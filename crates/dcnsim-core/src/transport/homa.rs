@@ -655,6 +655,13 @@ struct SendMsg {
     timer: TimerSlot,
 }
 
+impl SendMsg {
+    /// Payload bytes of packet `idx` (the last one may be short).
+    fn payload_of(&self, idx: u64, mss: u64) -> u64 {
+        (self.size - (idx * mss).min(self.size)).min(mss)
+    }
+}
+
 #[derive(Debug)]
 enum Snd {
     Unknown,
@@ -727,6 +734,17 @@ struct Tx {
     retx: bool,
     sender_timeout: bool,
     resend: bool,
+}
+
+impl Tx {
+    /// A first transmission of packet `idx` (unscheduled or scheduled).
+    fn new_data(idx: u64, prio: u8, unscheduled: bool) -> Self {
+        Tx { idx, prio, unscheduled, retx: false, sender_timeout: false, resend: false }
+    }
+    /// An Aeolus retransmission (a lost or unacknowledged unscheduled packet) paid by a grant.
+    fn aeolus_retx(idx: u64, prio: u8) -> Self {
+        Tx { idx, prio, unscheduled: false, retx: true, sender_timeout: false, resend: false }
+    }
 }
 
 /// Homa (optionally with Aeolus) for every host of a run.
@@ -859,19 +877,10 @@ impl Homa {
             });
         }
         let credit = m.charged < m.granted;
-        let mss = p.mss;
-        let pay = |idx: u64| (m.size - (idx * mss).min(m.size)).min(mss);
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_lost()) {
-                m.charged += pay(i);
-                return Some(Tx {
-                    idx: i,
-                    prio: m.sched_prio,
-                    unscheduled: false,
-                    retx: true,
-                    sender_timeout: false,
-                    resend: false,
-                });
+                m.charged += m.payload_of(i, p.mss);
+                return Some(Tx::aeolus_retx(i, m.sched_prio));
             }
         }
         if m.next_new < m.npk {
@@ -882,42 +891,21 @@ impl Homa {
             };
             if unsched || credit {
                 m.next_new += 1;
-                m.charged += pay(i);
+                m.charged += m.payload_of(i, p.mss);
                 if unsched {
                     if let Some(a) = m.aeolus.as_mut() {
                         a.on_sent(i);
                     }
-                    return Some(Tx {
-                        idx: i,
-                        prio: m.unsched_prio,
-                        unscheduled: true,
-                        retx: false,
-                        sender_timeout: false,
-                        resend: false,
-                    });
+                    return Some(Tx::new_data(i, m.unsched_prio, true));
                 }
-                return Some(Tx {
-                    idx: i,
-                    prio: m.sched_prio,
-                    unscheduled: false,
-                    retx: false,
-                    sender_timeout: false,
-                    resend: false,
-                });
+                return Some(Tx::new_data(i, m.sched_prio, false));
             }
             return None;
         }
         if credit {
             if let Some(i) = m.aeolus.as_mut().and_then(|a| a.pop_unacked()) {
-                m.charged += pay(i);
-                return Some(Tx {
-                    idx: i,
-                    prio: m.sched_prio,
-                    unscheduled: false,
-                    retx: true,
-                    sender_timeout: false,
-                    resend: false,
-                });
+                m.charged += m.payload_of(i, p.mss);
+                return Some(Tx::aeolus_retx(i, m.sched_prio));
             }
         }
         None
@@ -946,7 +934,7 @@ impl Homa {
         let Snd::Active(m) = &mut self.snd[f as usize] else { return };
         let Some(tx) = Self::take(m, p) else { return };
         m.last_sent = now;
-        let payload = (m.size - (tx.idx * p.mss).min(m.size)).min(p.mss);
+        let payload = m.payload_of(tx.idx, p.mss);
         let mut flags = PacketFlags(PacketFlags::DATA);
         if tx.unscheduled {
             flags.set(aeolus::UNSCHEDULED_FLAGS);
@@ -1077,7 +1065,7 @@ impl Homa {
             if m.aeolus.as_mut().is_some_and(|a| a.take_over_lost(idx)) {
                 // Aeolus found it lost and waits for a credit to resend it: this copy is its
                 // one retransmission and spends the credit the receiver granted for it.
-                m.charged += (m.size - (idx * mss).min(m.size)).min(mss);
+                m.charged += m.payload_of(idx, mss);
             }
             if !m.resend.iter().any(|r| r.idx == idx) {
                 m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false });
