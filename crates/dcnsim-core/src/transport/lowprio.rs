@@ -66,7 +66,9 @@
 //!   below half a packet opens no loop.
 //! - A packet released while nothing is left between the HCP and the tail is not sent and
 //!   the loop closes.
-//! - The RTT used for pacing and the idle timeout is max(base RTT, HCP smoothed RTT).
+//! - The RTT used for pacing and the idle timeout is max(base RTT, HCP smoothed RTT), taken
+//!   when the loop opens; with `lp_rtt` (PPT `lcp_rtt = "lp"`) the idle timeout uses at least
+//!   the smoothed LP ACK round trip, updated per LP ACK (see ppt.rs, "Which RTT").
 
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::tcp::{

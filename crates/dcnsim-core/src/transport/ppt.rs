@@ -61,6 +61,7 @@
 //! | `identification` | true | false: no flow is identified large (Fig. 18) |
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
 //! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
+//! | `lcp_rtt` | "hcp" | the RTT of the idle rule: "hcp" = max(base RTT, HCP smoothed RTT) at opening; "lp" = also at least the smoothed LP ACK round trip, see "Which RTT" below |
 //!
 //! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
 //!
@@ -242,7 +243,46 @@
 //!   largest cwnd so far) and, at the end of every HCP round, sends MW - cwnd opportunistic
 //!   packets paced over the next round (no ECN reaction, no EWD, no scheduling: HCP in P0,
 //!   LCP in P4).
-//! - The RTT used for pacing and for the 2-RTT idle timeout is max(base RTT, HCP SRTT).
+//! - **Which RTT** paces the initial window and times the idle rule, and what a late LP ACK
+//!   does. The paper's text (seed 000, read for this version):
+//!   - §3.2 pacing: "the sender paces the initial sending rate of opportunistic packets to the
+//!     initial window divided by RTT, i.e., I/RTT"; idle rule: "terminate the current LCP loop
+//!     if the sender has not received low-priority ACKs for 2 RTTs and start to discover
+//!     spare bandwidth again to initialize a new LCP loop"; §6.2's Swift variant "closes it
+//!     when it does not receive ACKs for two consecutive RTTs". None of these says which RTT.
+//!     The only RTT the design section defines is Eq. 3's "C and RTT are the link speed and
+//!     the base round-trip time"; case 1's I is "BDP" (§5.1 "For new flows, the initial window
+//!     is BDP"), i.e. link rate x base RTT, so I/RTT over the base RTT paces at about the
+//!     spare rate the window was sized for.
+//!   - §5.2 lists what the kernel does with an LP ACK (`tcp_ack_loops`): release one packet
+//!     if no ECE, "otherwise, we do nothing", and update the SACK scoreboard
+//!     (`tcp_sacktag_write_queue`). No RTT update is listed, so a kernel timer in "RTTs" would
+//!     most plausibly read the socket's smoothed RTT, which HCP ACKs feed (an inference: §5
+//!     gives no timer code). Our reading, max(base RTT, HCP smoothed RTT) taken when the loop
+//!     opens, is that; the base RTT alone would only shorten the timer.
+//!   - Late LP ACKs: §3.2 "Upon receiving a low-priority ACK, the sender sends an
+//!     opportunistic data packet" and §5.2's `tcp_ack_loops` check no loop state, while §3.2's
+//!     "terminate the current LCP loop" does not say whether a terminated loop still answers
+//!     ACKs; what termination is said to do is let the sender "initialize a new LCP loop"
+//!     (case 1 / case 2 triggers). No text re-opens a loop on an ACK. So: no re-opening in any
+//!     mode; release on a late ACK is `lcp_late_acks` (default false: both readings fit the
+//!     text, and the release-on-late-ACK one is not better supported).
+//!   - The alternative RTT, `lcp_rtt = "lp"`: the idle rule counts in the loop's own measured
+//!     round trip (smoothed LP ACK round trip over the flow's loops, gain 1/8, updated on
+//!     every LP ACK including late ones; idle length = 2 x max(RTT at opening, that)). It is
+//!     the reading in which "2 RTTs without LP ACKs" detects lost opportunistic packets rather
+//!     than queued ones (in our strict-priority switch an LP round trip is 0.4-1.2 ms against
+//!     a 9-37 us base RTT). Not the default: the text gives it no support beyond plausibility,
+//!     and it changes nothing measurable: a flow's first loop (most opportunistic packets are
+//!     case-1 initial windows) has no LP sample yet and still ends after 2 HCP RTTs.
+//!     Measured in `diag_lcp_ecn_ablation` (2-to-1, 1500 flows): with `lcp_rtt = "lp"`, ECE
+//!     reaches open loops 94 / 49 times (10G / 40G; 15 / 19 before), about half the LP ACKs
+//!     still arrive after their loop ended (2,644 of 5,047 / 2,550 of 4,540), and PPT vs
+//!     "w/o LCP ECN" is 3,367 vs 3,375 us (10G) and 1,028 vs 1,027 us (40G) overall, small-flow
+//!     average 482 vs 452 / 211 vs 210 us; on push-out switches identical to < 1%. On the
+//!     reduced Fig. 15 network (32 hosts, 3000 flows, seeds 1-3) PPT's gain over the variant
+//!     is 0.4 / -1.6 / 1.2% overall and -1.3 / 10.9 / 4.7% on the small-flow average;
+//!     repro/ppt_ablations/README.md has these and the full-size runs.
 
 use crate::packet::{FlowId, Packet};
 use crate::transport::lowprio::{
