@@ -281,8 +281,10 @@
 //!     "w/o LCP ECN" is 3,367 vs 3,375 us (10G) and 1,028 vs 1,027 us (40G) overall, small-flow
 //!     average 482 vs 452 / 211 vs 210 us; on push-out switches identical to < 1%. On the
 //!     reduced Fig. 15 network (32 hosts, 3000 flows, seeds 1-3) PPT's gain over the variant
-//!     is 0.4 / -1.6 / 1.2% overall and -1.3 / 10.9 / 4.7% on the small-flow average;
-//!     repro/ppt_ablations/README.md has these and the full-size runs.
+//!     is 0.4 / -1.6 / 1.2% overall and -1.3 / 10.9 / 4.7% on the small-flow average, at full
+//!     size (seed 1) 1.3% overall and -6.3% on the small-flow average. `lcp_late_acks` alone
+//!     or with it: the sign of the gain changes between seeds too (reduced seeds 1-8, full
+//!     size seeds 1-3); repro/ppt_ablations/README.md has every run.
 
 use crate::packet::{FlowId, Packet};
 use crate::transport::lowprio::{
