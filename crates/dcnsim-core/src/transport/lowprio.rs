@@ -66,7 +66,9 @@
 //!   below half a packet opens no loop.
 //! - A packet released while nothing is left between the HCP and the tail is not sent and
 //!   the loop closes.
-//! - The RTT used for pacing and the idle timeout is max(base RTT, HCP smoothed RTT).
+//! - The RTT used for pacing and the idle timeout is max(base RTT, HCP smoothed RTT), taken
+//!   when the loop opens; with `lp_rtt` (PPT `lcp_rtt = "lp"`) the idle timeout uses at least
+//!   the smoothed LP ACK round trip, updated per LP ACK (see ppt.rs, "Which RTT").
 
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::tcp::{
@@ -125,6 +127,10 @@ pub struct LpParams {
     /// LP ACKs that arrive after their loop has ended (idle rule) still release packets
     /// under `Ewd` (PPT `lcp_late_acks`, see ppt.rs); false: a closed loop sends nothing.
     pub late_acks: bool,
+    /// The idle rule's RTT also covers the loop's own measured round trip: idle length =
+    /// `idle_rtts` x max(the RTT given at opening, the smoothed LP ACK round trip) (PPT
+    /// `lcp_rtt = "lp"`, see ppt.rs); false: `idle_rtts` x the RTT given at opening.
+    pub lp_rtt: bool,
 }
 
 /// What an LCP call needs besides the loop's own state.
@@ -202,6 +208,11 @@ pub struct LpSender {
     idle: TimerSlot,
     last_ack: Time,
     idle_len: Time,
+    /// The RTT given when the open loop opened.
+    rtt_open: Time,
+    /// Smoothed round trip of LP ACKs (arrival - echoed send time), over every loop of the
+    /// flow (gain 1/8, the first sample taken as is); None before the first LP ACK.
+    lp_srtt: Option<Time>,
     /// The open loop is a case-2 loop (statistics only).
     case2: bool,
     /// Ranges this loop has sent (sorted, disjoint).
@@ -223,6 +234,8 @@ impl LpSender {
             idle: TimerSlot::default(),
             last_ack: Time::ZERO,
             idle_len: Time::ZERO,
+            rtt_open: Time::ZERO,
+            lp_srtt: None,
             case2: false,
             sent: Vec::new(),
             delivered: Vec::new(),
@@ -247,6 +260,22 @@ impl LpSender {
     pub fn to_pace(&self) -> u64 {
         self.to_pace
     }
+    /// Smoothed LP ACK round trip (None before the first LP ACK).
+    pub fn lp_srtt(&self) -> Option<Time> {
+        self.lp_srtt
+    }
+    /// How long the open loop may go without an LP ACK before the idle rule ends it.
+    pub fn idle_len(&self) -> Time {
+        self.idle_len
+    }
+
+    fn idle_len_for(&self, p: &LpParams) -> Time {
+        let rtt = match (p.lp_rtt, self.lp_srtt) {
+            (true, Some(s)) => self.rtt_open.max(s),
+            _ => self.rtt_open,
+        };
+        rtt * p.idle_rtts.max(1) as u64
+    }
 
     /// Start a loop with an initial window of `init_bytes`; returns false (and stays closed)
     /// if a loop is already open, the window is below half a packet, or nothing is left.
@@ -260,7 +289,8 @@ impl LpSender {
         self.case2 = false;
         self.stats.loops += 1;
         self.last_ack = lx.now;
-        self.idle_len = rtt * lx.p.idle_rtts.max(1) as u64;
+        self.rtt_open = rtt;
+        self.idle_len = self.idle_len_for(lx.p);
         let g = self.idle.arm(lx.now + self.idle_len);
         lx.out.timer(lx.now + self.idle_len, token(self.id, TIMER_LP_IDLE, g));
         if lx.p.release == Release::LineRate {
@@ -330,7 +360,12 @@ impl LpSender {
         self.note_delivered(r1.0, r1.1);
         self.note_delivered(r2.0, r2.1);
         self.stats.acks += 1;
-        self.stats.ack_rtt_ps += lx.now.0.saturating_sub(pkt.ts.0);
+        let sample = Time(lx.now.0.saturating_sub(pkt.ts.0));
+        self.stats.ack_rtt_ps += sample.0;
+        self.lp_srtt = Some(match self.lp_srtt {
+            None => sample,
+            Some(s) => Time(s.0 - s.0 / 8 + sample.0 / 8),
+        });
         if !self.open {
             self.stats.late_acks += 1;
             self.stats.late_ece += ece as u64;
@@ -343,6 +378,16 @@ impl LpSender {
             return;
         }
         self.last_ack = lx.now;
+        if lx.p.lp_rtt {
+            // The idle length follows the measured LP round trip; if it shrank below the armed
+            // check, re-arm at the new deadline (a longer one is handled when the check fires).
+            self.idle_len = self.idle_len_for(lx.p);
+            let due = self.last_ack + self.idle_len;
+            if self.idle.is_armed() && due < self.idle.at {
+                let g = self.idle.arm(due);
+                lx.out.timer(due, token(self.id, TIMER_LP_IDLE, g));
+            }
+        }
         if ece && lx.p.react_ece {
             // PPT §3.2 / §6.1.2: congestion suspends opportunistic sending, including what is
             // left of a paced initial window.

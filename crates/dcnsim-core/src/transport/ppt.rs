@@ -61,6 +61,7 @@
 //! | `identification` | true | false: no flow is identified large (Fig. 18) |
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
 //! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
+//! | `lcp_rtt` | "hcp" | the RTT of the idle rule: "hcp" = max(base RTT, HCP smoothed RTT) at opening; "lp" = also at least the smoothed LP ACK round trip, see "Which RTT" below |
 //!
 //! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
 //!
@@ -242,7 +243,48 @@
 //!   largest cwnd so far) and, at the end of every HCP round, sends MW - cwnd opportunistic
 //!   packets paced over the next round (no ECN reaction, no EWD, no scheduling: HCP in P0,
 //!   LCP in P4).
-//! - The RTT used for pacing and for the 2-RTT idle timeout is max(base RTT, HCP SRTT).
+//! - **Which RTT** paces the initial window and times the idle rule, and what a late LP ACK
+//!   does. The paper's text (seed 000, read for this version):
+//!   - §3.2 pacing: "the sender paces the initial sending rate of opportunistic packets to the
+//!     initial window divided by RTT, i.e., I/RTT"; idle rule: "terminate the current LCP loop
+//!     if the sender has not received low-priority ACKs for 2 RTTs and start to discover
+//!     spare bandwidth again to initialize a new LCP loop"; §6.2's Swift variant "closes it
+//!     when it does not receive ACKs for two consecutive RTTs". None of these says which RTT.
+//!     The only RTT the design section defines is Eq. 3's "C and RTT are the link speed and
+//!     the base round-trip time"; case 1's I is "BDP" (§5.1 "For new flows, the initial window
+//!     is BDP"), i.e. link rate x base RTT, so I/RTT over the base RTT paces at about the
+//!     spare rate the window was sized for.
+//!   - §5.2 lists what the kernel does with an LP ACK (`tcp_ack_loops`): release one packet
+//!     if no ECE, "otherwise, we do nothing", and update the SACK scoreboard
+//!     (`tcp_sacktag_write_queue`). No RTT update is listed, so a kernel timer in "RTTs" would
+//!     most plausibly read the socket's smoothed RTT, which HCP ACKs feed (an inference: §5
+//!     gives no timer code). Our reading, max(base RTT, HCP smoothed RTT) taken when the loop
+//!     opens, is that; the base RTT alone would only shorten the timer.
+//!   - Late LP ACKs: §3.2 "Upon receiving a low-priority ACK, the sender sends an
+//!     opportunistic data packet" and §5.2's `tcp_ack_loops` check no loop state, while §3.2's
+//!     "terminate the current LCP loop" does not say whether a terminated loop still answers
+//!     ACKs; what termination is said to do is let the sender "initialize a new LCP loop"
+//!     (case 1 / case 2 triggers). No text re-opens a loop on an ACK. So: no re-opening in any
+//!     mode; release on a late ACK is `lcp_late_acks` (default false: both readings fit the
+//!     text, and the release-on-late-ACK one is not better supported).
+//!   - The alternative RTT, `lcp_rtt = "lp"`: the idle rule counts in the loop's own measured
+//!     round trip (smoothed LP ACK round trip over the flow's loops, gain 1/8, updated on
+//!     every LP ACK including late ones; idle length = 2 x max(RTT at opening, that)). It is
+//!     the reading in which "2 RTTs without LP ACKs" detects lost opportunistic packets rather
+//!     than queued ones (in our strict-priority switch an LP round trip is 0.4-1.2 ms against
+//!     a 9-37 us base RTT). Not the default: the text gives it no support beyond plausibility,
+//!     and it changes nothing measurable: a flow's first loop (most opportunistic packets are
+//!     case-1 initial windows) has no LP sample yet and still ends after 2 HCP RTTs.
+//!     Measured in `diag_lcp_ecn_ablation` (2-to-1, 1500 flows): with `lcp_rtt = "lp"`, ECE
+//!     reaches open loops 94 / 49 times (10G / 40G; 15 / 19 before), about half the LP ACKs
+//!     still arrive after their loop ended (2,644 of 5,047 / 2,550 of 4,540), and PPT vs
+//!     "w/o LCP ECN" is 3,367 vs 3,375 us (10G) and 1,028 vs 1,027 us (40G) overall, small-flow
+//!     average 482 vs 452 / 211 vs 210 us; on push-out switches identical to < 1%. On the
+//!     reduced Fig. 15 network (32 hosts, 3000 flows, seeds 1-3) PPT's gain over the variant
+//!     is 0.4 / -1.6 / 1.2% overall and -1.3 / 10.9 / 4.7% on the small-flow average, at full
+//!     size (seed 1) 1.3% overall and -6.3% on the small-flow average. `lcp_late_acks` alone
+//!     or with it: the sign of the gain changes between seeds too (reduced seeds 1-8, full
+//!     size seeds 1-3); repro/ppt_ablations/README.md has every run.
 
 use crate::packet::{FlowId, Packet};
 use crate::transport::lowprio::{
@@ -294,6 +336,17 @@ struct PptOwn {
     identification: bool,
     hypothetical: bool,
     lcp_late_acks: bool,
+    lcp_rtt: LcpRtt,
+}
+
+/// Which RTT the idle rule ("2 RTTs without low-priority ACKs") counts in (`lcp_rtt`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum LcpRtt {
+    /// max(base RTT, HCP smoothed RTT), taken when the loop opens.
+    Hcp,
+    /// max(that, the smoothed LP ACK round trip of the flow's loops), updated per LP ACK.
+    Lp,
 }
 
 impl Default for PptOwn {
@@ -312,6 +365,7 @@ impl Default for PptOwn {
             identification: true,
             hypothetical: false,
             lcp_late_acks: false,
+            lcp_rtt: LcpRtt::Hcp,
         }
     }
 }
@@ -336,6 +390,7 @@ impl Ppt {
         "identification",
         "hypothetical",
         "lcp_late_acks",
+        "lcp_rtt",
     ];
 
     /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window` and
@@ -352,6 +407,7 @@ impl Ppt {
         "scheduling",
         "identification",
         "lcp_late_acks",
+        "lcp_rtt",
     ];
 
     /// PPT over DCTCP (`protocol = "ppt"`).
@@ -439,6 +495,7 @@ impl Ppt {
             idle_rtts: o.lcp_idle_rtts,
             ack_every: 2,
             late_acks: o.lcp_late_acks,
+            lp_rtt: o.lcp_rtt == LcpRtt::Lp,
         };
         let p = DualParams {
             name: if over_swift { "ppt_swift" } else { "ppt" },
@@ -629,6 +686,7 @@ mod tests {
             idle_rtts: 2,
             ack_every: 2,
             late_acks: false,
+            lp_rtt: false,
         }
     }
 
@@ -719,6 +777,96 @@ mod tests {
             assert!(!lp.is_open() && out.timers.is_empty(), "no loop reopens");
             let st = lp.stats();
             assert_eq!((st.late_acks, st.late_ece, st.late_pkts), (2, 1, late as u64));
+        }
+    }
+
+    /// Drive an LpSender's timers (pace, idle) in time order until none is left; returns the
+    /// time at which the loop closed, if it did.
+    fn drive_lp_timers(lp: &mut LpSender, f: &FlowInfo, p: &LpParams, timers: Vec<(Time, u64)>) -> Option<Time> {
+        let prio = |_s: u64| 4u8;
+        let mut timers = timers;
+        let mut out = Actions::new();
+        while let Some(i) = (0..timers.len()).min_by_key(|&i| timers[i].0) {
+            let (at, tok) = timers.remove(i);
+            out.clear();
+            let (_, k, g) = untoken(tok);
+            let mut lx = LpCx { now: at, flow: f, p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let was_open = lp.is_open();
+            lp.on_timer(&mut lx, k, g);
+            timers.extend(out.timers.iter().copied());
+            if was_open && !lp.is_open() {
+                return Some(at);
+            }
+        }
+        None
+    }
+
+    /// `lcp_rtt`: the idle rule's RTT. A first loop (opened at 0 with a 40 us RTT, no LP
+    /// round trip known yet) ends at 80 us either way. Its LP ACK arrives late, at 300 us,
+    /// echoing a send time of 0: the smoothed LP round trip is 300 us (recorded in both
+    /// modes). A second loop opens at 1,000 us with the same 40 us RTT: with `lp_rtt` its idle
+    /// length is 2 x 300 = 600 us, else 80 us. An LP ACK at 1,010 us with a 5 us round trip
+    /// brings the LP estimate to 300 - 300/8 + 5/8 = 263.125 us: with `lp_rtt` the idle length
+    /// becomes 526.25 us and, being shorter than the armed check (1,600 us), is re-armed at
+    /// 1,010 + 526.25 = 1,536.25 us, where the loop ends; without, it ends at 1,010 + 80 us.
+    #[test]
+    fn idle_rule_counts_the_lp_round_trip_with_lp_rtt() {
+        for lp_rtt in [false, true] {
+            let f = flow(1_000_000, 40);
+            let mut p = lp_params();
+            p.lp_rtt = lp_rtt;
+            let mut lp = LpSender::new(&f);
+            let prio = |_s: u64| 4u8;
+            let mut out = Actions::new();
+            let mut lx =
+                LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
+            assert_eq!(lp.idle_len(), Time::us(80));
+            let closed = drive_lp_timers(&mut lp, &f, &p, out.timers.clone());
+            assert_eq!(closed, Some(Time::us(80)), "first loop: no LP round trip known (lp_rtt = {lp_rtt})");
+            out.clear();
+            let mut ack = lp_ack((998_540, 1_000_000), (997_080, 998_540), false);
+            ack.ts = Time::ZERO;
+            let mut lx =
+                LpCx { now: Time::us(300), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            lp.on_ack(&mut lx, &ack);
+            assert_eq!(lp.lp_srtt(), Some(Time::us(300)));
+            assert!(out.sends.is_empty() && !lp.is_open(), "late ACK: no release, no reopening by default");
+            out.clear();
+            let mut lx = LpCx {
+                now: Time::us(1_000),
+                flow: &f,
+                p: &p,
+                out: &mut out,
+                floor: 0,
+                buf_end: 1_000_000,
+                prio: &prio,
+            };
+            assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
+            assert_eq!(lp.idle_len(), if lp_rtt { Time::us(600) } else { Time::us(80) });
+            let mut timers = out.timers.clone();
+            out.clear();
+            let mut ack = lp_ack((992_700, 994_160), (991_240, 992_700), false);
+            ack.ts = Time::us(1_005);
+            let mut lx = LpCx {
+                now: Time::us(1_010),
+                flow: &f,
+                p: &p,
+                out: &mut out,
+                floor: 0,
+                buf_end: 1_000_000,
+                prio: &prio,
+            };
+            lp.on_ack(&mut lx, &ack);
+            assert_eq!(lp.lp_srtt(), Some(Time(263_125_000)));
+            assert_eq!(out.sends.len(), 1, "an ACK in an open loop releases one packet");
+            let want = if lp_rtt { Time(526_250_000) } else { Time::us(80) };
+            assert_eq!(lp.idle_len(), want);
+            timers.extend(out.timers.iter().copied());
+            let closed = drive_lp_timers(&mut lp, &f, &p, timers);
+            let want = if lp_rtt { Time(1_536_250_000) } else { Time::us(1_090) };
+            assert_eq!(closed, Some(want), "second loop ends 2 RTTs after its last LP ACK (lp_rtt = {lp_rtt})");
+            assert_eq!(lp.stats().closed_idle, 2);
         }
     }
 
@@ -1234,6 +1382,9 @@ mod tests {
         assert_eq!(e(json!({"alpha_window": 33})), "transport.alpha_window");
         assert_eq!(e(json!({"ewd": "yes"})), "transport.ewd");
         assert_eq!(e(json!({"lcp_idle_rtts": 0})), "transport.lcp_idle_rtts");
+        assert_eq!(e(json!({"lcp_rtt": "srtt"})), "transport.lcp_rtt");
+        assert!(Ppt::from_config(&json!({"lcp_rtt": "lp"}), &net()).is_ok());
+        assert!(Ppt::from_config(&json!({"lcp_rtt": "hcp"}), &net()).is_ok());
         assert_eq!(e(json!({"ecn": false})), "transport.ecn");
         assert_eq!(e(json!({"lambda": 0.1})), "transport.lambda");
         let mut n = net();

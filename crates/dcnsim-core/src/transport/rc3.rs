@@ -142,6 +142,7 @@ impl Rc3 {
             idle_rtts: 2,
             ack_every: 2,
             late_acks: false,
+            lp_rtt: false,
         };
         let max_levels = (net.priorities.min(8) as usize).saturating_sub(2);
         let mut levels = own.levels;
