@@ -94,7 +94,11 @@
 //! (`rtt_bytes` 56 KB, overcommitment 6, 200 KB per port) that exceeds the buffer, and the
 //! lost scheduled packets (new data and Aeolus retransmissions alike) wait for the RESEND
 //! timeout; the test `aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment`
-//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts. With
+//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts: in the
+//! full-size §V-C setting with spraying every overflow is at a receiver's downlink, whose
+//! ~200 KB backlog is all scheduled (the unscheduled classes hold ~20 B of it) while the
+//! receiver has 300-550 KB granted and not received; the reduced test
+//! `aeolus_scheduled_losses_are_downlink_overflow_from_grants_beyond_the_buffer` asserts it. With
 //! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
 //! lowest class and the scheduled levels sit just above it.
 //!
