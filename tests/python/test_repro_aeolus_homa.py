@@ -23,7 +23,7 @@ REPRO = Path(__file__).resolve().parents[2] / "repro"
 
 
 def _summaries(name: str, tmp_path: Path) -> dict[str, dict]:
-    res = run_repro(REPRO / name, tmp_path / name, reduced=True, workers=2)
+    res = run_repro(REPRO / name, tmp_path / name, reduced=True, workers=1)
     assert not res.report.failed, [f.error for f in res.report.failed]
     out = {}
     for run in sorted((tmp_path / name).glob("variant-*")):

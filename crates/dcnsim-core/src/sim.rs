@@ -75,6 +75,24 @@ impl Coverage {
     }
 }
 
+/// What a drop probe ([`Sim::with_drop_probe`]) sees of one dropped packet: where, which
+/// packet, why, and what the port held at that moment (after the enqueue that dropped it).
+pub struct DropInfo<'p> {
+    pub now: Time,
+    /// Egress port of the drop, its node and the node at the link's other end.
+    pub port: u32,
+    pub node: NodeId,
+    pub peer: NodeId,
+    pub pkt: &'p crate::packet::Packet,
+    pub cause: &'static str,
+    /// Bytes waiting in each priority class of the port, and in all of them.
+    pub class_bytes: [u64; 8],
+    pub total_bytes: u64,
+}
+
+/// A diagnostic callback for every dropped packet (tests, investigations).
+pub type DropProbe<'a> = Box<dyn FnMut(&DropInfo) + 'a>;
+
 /// One run of a scenario.
 pub struct Sim<'a> {
     sc: &'a Scenario,
@@ -108,6 +126,7 @@ pub struct Sim<'a> {
     audit: Option<Vec<Coverage>>,
     /// Problems the audit found (empty when the run is consistent).
     pub audit_errors: Vec<String>,
+    drop_probe: Option<DropProbe<'a>>,
 }
 
 impl<'a> Sim<'a> {
@@ -199,7 +218,15 @@ impl<'a> Sim<'a> {
             sampler,
             audit: sc.output.audit.then(|| vec![Coverage::default(); n]),
             audit_errors: vec![],
+            drop_probe: None,
         }
+    }
+
+    /// Calls `probe` for every packet a switch port drops, before it is freed (diagnostics;
+    /// a run without a probe pays one branch per drop).
+    pub fn with_drop_probe(mut self, probe: DropProbe<'a>) -> Self {
+        self.drop_probe = Some(probe);
+        self
     }
 
     /// Run to the end; `progress` is called every [`PROGRESS_EVERY`] events and may
@@ -371,6 +398,25 @@ impl<'a> Sim<'a> {
             pt.drops += self.fx.drops.len() as u64;
             self.trims += self.fx.trims;
             let drops = std::mem::take(&mut self.fx.drops);
+            if let Some(probe) = self.drop_probe.as_mut() {
+                let pt = &self.net.ports[port as usize];
+                let mut class_bytes = [0u64; 8];
+                for (c, b) in class_bytes.iter_mut().enumerate().take(pt.disc.classes() as usize) {
+                    *b = pt.disc.queue_bytes(c as u8).0;
+                }
+                for &(d, cause) in &drops {
+                    probe(&DropInfo {
+                        now,
+                        port,
+                        node: pt.node,
+                        peer: pt.peer,
+                        pkt: self.arena.get(d),
+                        cause,
+                        class_bytes,
+                        total_bytes: pt.disc.bytes().0,
+                    });
+                }
+            }
             for &(d, cause) in &drops {
                 self.drop_pkt(d, cause);
             }

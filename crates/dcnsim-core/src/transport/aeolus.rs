@@ -319,6 +319,10 @@ impl AeolusSender {
 pub struct AeolusReceiver {
     /// 0 = not seen, 1 = held, 2 = declared lost (and not held).
     st: Vec<u8>,
+    /// Whether the credit for a retransmission of the packet has been counted: set when it
+    /// is declared lost, or when a retransmission the sender paid with a credit arrives for
+    /// a packet this side never declared lost ([`AeolusReceiver::sender_charged`]).
+    counted: Vec<bool>,
     /// Packets below this index have all been classified (held or declared lost).
     frontier: u32,
     lost: u32,
@@ -333,6 +337,7 @@ impl AeolusReceiver {
     fn grow(&mut self, n: usize) {
         if self.st.len() < n {
             self.st.resize(n, 0);
+            self.counted.resize(n, false);
         }
     }
 
@@ -343,7 +348,10 @@ impl AeolusReceiver {
             if self.st[i as usize] == 0 {
                 self.st[i as usize] = 2;
                 self.lost += 1;
-                newly_lost.push(i);
+                // A paid retransmission that arrived first was counted then.
+                if !std::mem::replace(&mut self.counted[i as usize], true) {
+                    newly_lost.push(i);
+                }
             }
         }
         self.frontier = self.frontier.max(end);
@@ -369,6 +377,16 @@ impl AeolusReceiver {
     pub fn on_probe(&mut self, last: u32, newly_lost: &mut Vec<u32>) {
         self.probe_seen = true;
         self.classify_before(last + 1, newly_lost);
+    }
+
+    /// A retransmission of unscheduled packet `idx` that the sender paid with a credit
+    /// arrived. Returns true when this side had never declared `idx` lost (the two ends'
+    /// inferences differ: the sender saw the probe's ACK before the packet's own, or the
+    /// packet's ACK was lost), so the caller must count one more retransmission's credit;
+    /// false when it was already counted. Each packet is counted at most once.
+    pub fn sender_charged(&mut self, idx: u32) -> bool {
+        self.grow(idx as usize + 1);
+        !std::mem::replace(&mut self.counted[idx as usize], true)
     }
 
     /// Unscheduled packets known lost and not (yet) received again as unscheduled.

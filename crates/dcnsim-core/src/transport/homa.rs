@@ -10,7 +10,16 @@
 //! Aeolus authors extended (PlatformLab/HomaSimulation, OMNeT++): there too a receiver grants
 //! one packet per arriving packet, keeps at most `maxOutstandingRecvBytes` (= RTTbytes,
 //! unscheduled bytes included) in flight per granted message, grants to the top
-//! `numSendersToKeepGranted` (the overcommitment) and never revokes grants already given.
+//! `numSendersToKeepGranted` (the overcommitment) and never revokes grants already given;
+//! no receiver-wide bound on outstanding grants (an early version's `TrafficPacer` had
+//! one; the final `SchedSenders` does not). Its configurations set
+//! `numSendersToKeepGranted` equal to the number of scheduled priority levels (6 for the
+//! web-server workload, as Aeolus §V-A's overcommitment 6 with 8 queues) and `rttBytes` as a
+//! fixed parameter (10,000 B, "rtt*nicLinkSpeed" at 10 Gbps), not from the links. Its switch
+//! port is one drop-tail queue sorted by priority with a capacity in frames: one buffer
+//! shared by all classes of the port, as here (bytes instead of frames). Its two-tier
+//! topology sprays packets over the spines at random ("random spray multipath routing");
+//! the Aeolus repros here keep per-flow ECMP (see `repro/aeolus_homa_tables/README.md`).
 //! Every choice not fixed there is listed below.
 //!
 //! # What is modelled
@@ -85,7 +94,11 @@
 //! (`rtt_bytes` 56 KB, overcommitment 6, 200 KB per port) that exceeds the buffer, and the
 //! lost scheduled packets (new data and Aeolus retransmissions alike) wait for the RESEND
 //! timeout; the test `aeolus_does_not_protect_scheduled_packets_from_homa_overcommitment`
-//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts. With
+//! shows the threshold, and `repro/aeolus_homa_tables/README.md` the measured counts: in the
+//! full-size §V-C setting with spraying every overflow is at a receiver's downlink, whose
+//! ~200 KB backlog is all scheduled (the unscheduled classes hold ~20 B of it) while the
+//! receiver has 300-550 KB granted and not received; the reduced test
+//! `aeolus_scheduled_losses_are_downlink_overflow_from_grants_beyond_the_buffer` asserts it. With
 //! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
 //! lowest class and the scheduled levels sit just above it.
 //!
@@ -161,7 +174,29 @@
 //!   (only possible with reordering, e.g. `routing = "spray"`) stays counted in the bytes
 //!   declared lost: the sender may already have spent credit on its retransmission, and
 //!   over-granting one packet is harmless where under-granting would stall the message
-//!   until a RESEND.
+//!   until a RESEND. The converse case is "Two views of one loss" below.
+//!
+//! # Two views of one loss
+//! Aeolus lets both ends infer the same losses from the order of packets and ACKs (§III-C),
+//! and the grant offset rests on that: the receiver grants min(length + lost, received +
+//! lost + `rtt_bytes`) counting the packets *it* declared lost, while the sender charges
+//! every retransmission *it* decides on (a packet it declared lost, or, with no new data
+//! left, one still unacknowledged). The two sets differ when the sender misses the ACK of
+//! a packet the receiver holds: the probe's ACK overtakes it (per-packet spraying: the
+//! ACKs of one flow take different spines) or the ACK is dropped. The sender then pays one
+//! packet of credit twice and, near the end of the message, stops one packet short of the
+//! grant while the receiver believes that packet is on its way: the message waits for the
+//! 1 ms RESEND timeout although nothing is lost. Measured before the rule (web search,
+//! load 0.4, 64 hosts, `routing = "spray"`, `rtt_bytes` 28 KB so that nothing overflows):
+//! 42 Homa+Aeolus flows with a timeout, no scheduled packet lost, small-flow p99 1,018 us;
+//! with the rule below 6 flows (their RESENDs spurious) and p99 19.9 us. With per-flow ECMP
+//! the rule changed nothing measured (cache follower at full size: an identical run).
+//! The rule: a retransmission the sender paid with credit carries [`DATA_CHARGED`]; a
+//! receiver that gets one for a packet it never declared lost counts it now as declared
+//! lost (once per packet, [`super::aeolus::AeolusReceiver::sender_charged`]), which raises
+//! the grant by that packet. The paper does not discuss this case (it assumes the two
+//! inferences agree); HomaSimulation, which sprays, has no Aeolus. Test:
+//! `aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again`.
 //!
 //! # The RESEND rule
 //! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
@@ -218,7 +253,8 @@
 //!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
-//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`], [`DATA_RESEND`].
+//! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`], [`DATA_RESEND`],
+//! [`DATA_CHARGED`].
 //! GRANT: `seq` = grant offset, `rank` = class for scheduled packets. RESEND: `seq` = first
 //! byte, `ack` = byte count, `rank` = class. ACK, BUSY: none. Aeolus PROBE: `seq`/`aux` =
 //! offset/index of the last unscheduled packet, `ack` = message length; UACK and PROBE_ACK:
@@ -255,6 +291,9 @@ pub const DATA_RETX: u32 = 1;
 pub const DATA_SENDER_TIMEOUT: u32 = 2;
 /// Data `aux2` bit: sent again because a RESEND asked for it.
 pub const DATA_RESEND: u32 = 4;
+/// Data `aux2` bit (Aeolus): a retransmission of an unscheduled packet that the sender paid
+/// with grant credit (charged against the grant offset).
+pub const DATA_CHARGED: u32 = 8;
 /// Timer kind: the receiver's no-progress timer of a message.
 pub const TIMER_RECV: u8 = 1;
 /// Timer kind: the sender's nothing-heard timer of a message.
@@ -628,6 +667,8 @@ struct Resend {
     idx: u64,
     prio: u8,
     sender_timeout: bool,
+    /// This copy replaces Aeolus' retransmission and was paid with grant credit.
+    charged: bool,
 }
 
 /// Sender side of one message.
@@ -734,16 +775,18 @@ struct Tx {
     retx: bool,
     sender_timeout: bool,
     resend: bool,
+    /// An Aeolus retransmission paid with grant credit ([`DATA_CHARGED`]).
+    charged: bool,
 }
 
 impl Tx {
     /// A first transmission of packet `idx` (unscheduled or scheduled).
     fn new_data(idx: u64, prio: u8, unscheduled: bool) -> Self {
-        Tx { idx, prio, unscheduled, retx: false, sender_timeout: false, resend: false }
+        Tx { idx, prio, unscheduled, retx: false, sender_timeout: false, resend: false, charged: false }
     }
     /// An Aeolus retransmission (a lost or unacknowledged unscheduled packet) paid by a grant.
     fn aeolus_retx(idx: u64, prio: u8) -> Self {
-        Tx { idx, prio, unscheduled: false, retx: true, sender_timeout: false, resend: false }
+        Tx { idx, prio, unscheduled: false, retx: true, sender_timeout: false, resend: false, charged: true }
     }
 }
 
@@ -874,6 +917,7 @@ impl Homa {
                 retx: true,
                 sender_timeout: r.sender_timeout,
                 resend: !r.sender_timeout,
+                charged: r.charged,
             });
         }
         let credit = m.charged < m.granted;
@@ -950,6 +994,9 @@ impl Homa {
         if tx.resend {
             aux2 |= DATA_RESEND;
         }
+        if tx.charged {
+            aux2 |= DATA_CHARGED;
+        }
         let pkt = Packet {
             dst: m.dst,
             flow: f,
@@ -1006,7 +1053,7 @@ impl Homa {
         // Nothing heard about this message: the receiver may not know it. Resend its first
         // packet (a RESEND-like query carrying the length).
         if m.resend.iter().all(|r| !r.sender_timeout) {
-            m.resend.push_back(Resend { idx: 0, prio: m.unsched_prio, sender_timeout: true });
+            m.resend.push_back(Resend { idx: 0, prio: m.unsched_prio, sender_timeout: true, charged: false });
         }
         m.last_sent = ctx.now;
         let at = ctx.now + t;
@@ -1062,14 +1109,18 @@ impl Homa {
         let end = asked_end.min(m.next_new);
         let mut queued = 0;
         for idx in first..end {
-            if m.aeolus.as_mut().is_some_and(|a| a.take_over_lost(idx)) {
+            let took = m.aeolus.as_mut().is_some_and(|a| a.take_over_lost(idx));
+            if took {
                 // Aeolus found it lost and waits for a credit to resend it: this copy is its
                 // one retransmission and spends the credit the receiver granted for it.
                 m.charged += m.payload_of(idx, mss);
             }
-            if !m.resend.iter().any(|r| r.idx == idx) {
-                m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false });
-                queued += 1;
+            match m.resend.iter_mut().find(|r| r.idx == idx) {
+                Some(r) => r.charged |= took,
+                None => {
+                    m.resend.push_back(Resend { idx, prio: pkt.rank as u8, sender_timeout: false, charged: took });
+                    queued += 1;
+                }
             }
         }
         let busy = asked_end > m.next_new;
@@ -1186,6 +1237,16 @@ impl Homa {
                 a.on_unscheduled(idx as u32, &mut lost);
                 uack =
                     Some(aeolus::ack_packet(aeolus::Wire { mss, ctrl_size: ctrl }, KIND_UACK, r.src, f, idx as u32, 0));
+            }
+        }
+        if pkt.aux2 & DATA_CHARGED != 0 {
+            if let Some(a) = r.aeolus.as_mut() {
+                // The sender paid for this retransmission with a credit although this side
+                // never declared the packet lost: count it, or the grant falls one packet short
+                // of what the sender may send (see "Two views of one loss").
+                if a.sender_charged(idx as u32) {
+                    lost.push(idx as u32);
+                }
             }
         }
         for &i in &lost {
@@ -1784,6 +1845,72 @@ mod tests {
         let d: Vec<u64> = drain(&mut h, &fl, 0, Time::us(21), 5).iter().map(|p| p.seq / MSS).collect();
         assert_eq!(d, vec![9], "only the last new packet");
         assert_eq!(h.aeolus_sender(0).unwrap().resent(), 3);
+    }
+
+    /// Two views of one loss: the sender declares unscheduled packet 5 lost (its ACK never
+    /// arrived, as when the probe's ACK overtakes it on another path or the ACK is dropped)
+    /// while the receiver holds it. The sender pays for the retransmission with grant credit;
+    /// the receiver, seeing that paid copy, counts it as a retransmission it granted for, so
+    /// the last packet still gets credit. Before, the receiver treated the copy as a plain
+    /// duplicate: the grant stopped one packet short (the whole message, 10 packets, had been
+    /// granted, but the sender had spent one packet of it twice) and packet 9 waited for the
+    /// receiver's 1 ms RESEND timeout.
+    #[test]
+    fn aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again() {
+        let fl = flows(&[(0, 1, 10 * MSS)]);
+        let mut h = homa(json!({"aeolus": true, "unsched_prios": 2}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 6));
+        assert_eq!(sent.len(), 7, "six unscheduled packets and the probe");
+        // Receiver (t = 5..10 us): all six unscheduled packets, then the probe (11 us).
+        let mut to_sender = Vec::new();
+        for i in 0..6u64 {
+            let a = call(1, Time::us(5 + i), &fl, |c| h.on_packet(c, &data(&fl[0], i, true)));
+            to_sender.extend(a.sends.iter().copied());
+        }
+        let mut pr = sent[6];
+        pr.src = 0;
+        to_sender.extend(call(1, Time::us(11), &fl, |c| h.on_packet(c, &pr)).sends.iter().copied());
+        // received 6 packets + rtt_bytes, capped at the length: the whole message is granted.
+        assert_eq!(h.receiver_granted(0), Some(10 * MSS));
+        // Sender (12 us): every reply but the ACK of packet 5 arrives; the probe's ACK makes
+        // the sender declare packet 5 lost.
+        h.hosts[0].nic_busy = true;
+        for p in to_sender.iter().filter(|p| !(p.kind == KIND_UACK && p.seq == 5 * MSS)) {
+            let mut p = *p;
+            p.src = 1;
+            call(0, Time::us(12), &fl, |c| h.on_packet(c, &p));
+        }
+        let d = drain(&mut h, &fl, 0, Time::us(13), 6);
+        let order: Vec<(u64, bool)> = d.iter().map(|p| (p.seq / MSS, p.aux2 & DATA_CHARGED != 0)).collect();
+        // Credit 10 x 1460 B minus the 8760 B burst: the paid retransmission of 5, then 6-8.
+        assert_eq!(order, vec![(5, true), (6, false), (7, false), (8, false)]);
+        // Receiver (20-23 us): the paid copy of 5 raises the grant by one packet.
+        let mut to_sender = Vec::new();
+        for (k, p) in d.iter().enumerate() {
+            let mut p = *p;
+            p.src = 0;
+            let a = call(1, Time::us(20 + k as u64), &fl, |c| h.on_packet(c, &p));
+            to_sender.extend(a.sends.iter().copied());
+        }
+        assert_eq!(h.receiver_granted(0), Some(11 * MSS), "length + the packet paid twice");
+        let g = to_sender.iter().filter(|p| p.kind == KIND_GRANT).map(|p| p.seq).max();
+        assert_eq!(g, Some(11 * MSS));
+        // Sender (25 us): the grant lets packet 9 go; it completes the message at 30 us.
+        h.hosts[0].nic_busy = true;
+        for p in &to_sender {
+            let mut p = *p;
+            p.src = 1;
+            call(0, Time::us(25), &fl, |c| h.on_packet(c, &p));
+        }
+        let d = drain(&mut h, &fl, 0, Time::us(26), 3);
+        assert_eq!(d.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![9]);
+        let mut last = d[0];
+        last.src = 0;
+        let a = call(1, Time::us(30), &fl, |c| h.on_packet(c, &last));
+        assert_eq!(a.completions, vec![0]);
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 0 });
     }
 
     /// The receiver timer of flow `f` among `a`'s timers, if one was armed.
