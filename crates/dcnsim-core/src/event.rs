@@ -247,14 +247,15 @@ impl EventQueue {
     /// Slot of the first non-empty bucket at or after the clock's, in time order.
     #[inline]
     fn first_slot(&self) -> Option<usize> {
-        if self.summary == 0 {
-            return None;
-        }
         let start = self.cur as usize & (BUCKETS - 1);
         let w = start / 64;
         let word = self.bits[w] & (!0u64 << (start % 64));
         if word != 0 {
+            // The usual case: a non-empty bucket in the clock's own word.
             return Some(w * 64 + word.trailing_zeros() as usize);
+        }
+        if self.summary == 0 {
+            return None;
         }
         // The next non-empty word after `w`, else (wrapping round) the first one: it holds
         // the latest times, possibly in word `w` itself, before `start`.
