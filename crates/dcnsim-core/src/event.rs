@@ -129,6 +129,9 @@ pub struct EventQueue {
     cur: u64,
     wheel_len: usize,
     other: BinaryHeap<Entry>,
+    /// Time of `other`'s top (`u64::MAX` when empty): a wheel event before it comes first
+    /// without a look at the heap.
+    other_t: u64,
     seq: u64,
     now: Time,
 }
@@ -157,6 +160,7 @@ impl EventQueue {
             cur: 0,
             wheel_len: 0,
             other: BinaryHeap::new(),
+            other_t: u64::MAX,
             seq: 0,
             now: Time::ZERO,
         }
@@ -181,6 +185,7 @@ impl EventQueue {
     #[inline(never)]
     fn push_other(&mut self, t: u64, seq: u64, ev: Event) {
         self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev });
+        self.other_t = self.other_t.min(t);
     }
     /// A network event: into its bucket, usually at the tail (the common cases are inlined at
     /// every call site; the rare ones are out of line).
@@ -287,6 +292,11 @@ impl EventQueue {
     /// Whether the heap's head comes before the wheel's (None: both empty).
     #[inline]
     fn other_first(&self, wheel: Option<&Node>) -> Option<bool> {
+        if let Some(w) = wheel {
+            if w.t < self.other_t {
+                return Some(false);
+            }
+        }
         match (wheel, self.other.peek()) {
             (None, None) => None,
             (Some(_), None) => Some(false),
@@ -300,6 +310,7 @@ impl EventQueue {
         let head = self.wheel_head();
         let (t, ev) = if self.other_first(head.as_ref().map(|h| &h.2))? {
             let e = self.other.pop().expect("peeked");
+            self.other_t = self.other.peek().map_or(u64::MAX, |o| (o.key >> 64) as u64);
             (Time((e.key >> 64) as u64), e.ev)
         } else {
             let (s, n, e) = head.expect("peeked");

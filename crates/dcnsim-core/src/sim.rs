@@ -235,9 +235,10 @@ impl<'a> Sim<'a> {
             match ev {
                 Event::LinkArrive { port } => {
                     let pt = &mut self.net.ports[port as usize];
-                    let (at, pkt) = pt.pipe.pop_front().expect("a LinkArrive event has a packet in its pipe");
+                    // A LinkArrive event has a packet in its pipe.
+                    let ((at, pkt), next) = pt.pipe.pop_front_and_next();
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, _)) = pt.pipe.front() {
+                    if let Some(next) = next {
                         self.q.push(next, Event::LinkArrive { port });
                     }
                     let node = pt.peer;
