@@ -127,7 +127,6 @@ pub struct EventQueue {
     shift: u32,
     /// Bucket (absolute, not reduced mod BUCKETS) of the clock.
     cur: u64,
-    wheel_len: usize,
     other: BinaryHeap<Entry>,
     /// Time of `other`'s top (`u64::MAX` when empty): a wheel event before it comes first
     /// without a look at the heap.
@@ -158,7 +157,6 @@ impl EventQueue {
             summary: 0,
             shift: width.trailing_zeros(),
             cur: 0,
-            wheel_len: 0,
             other: BinaryHeap::new(),
             other_t: u64::MAX,
             seq: 0,
@@ -202,7 +200,6 @@ impl EventQueue {
         }
         let n = self.free;
         self.free = self.node(n).next;
-        self.wheel_len += 1;
         // The bucket is a list entered at its tail. The new node goes after every node at
         // or before `t` (they have smaller sequence numbers): usually at the tail.
         *self.node_mut(n) = Node { t, seq, port, next: NIL };
@@ -327,7 +324,6 @@ impl EventQueue {
             }
             self.node_mut(n).next = self.free;
             self.free = n;
-            self.wheel_len -= 1;
             (Time(e.t), net_event(e.port))
         };
         self.now = t;
@@ -346,11 +342,19 @@ impl EventQueue {
     pub fn now(&self) -> Time {
         self.now
     }
+    /// Events pending. Walks the wheel's free list (no counter is kept on the hot path):
+    /// for tests and diagnostics, not for a loop over events.
     pub fn len(&self) -> usize {
-        self.wheel_len + self.other.len()
+        let mut free = 0;
+        let mut n = self.free;
+        while n != NIL {
+            free += 1;
+            n = self.node(n).next;
+        }
+        self.nodes.len() - free + self.other.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.summary == 0 && self.other.is_empty()
     }
     /// Total events ever scheduled.
     pub fn scheduled(&self) -> u64 {

@@ -94,6 +94,9 @@ pub struct Sim<'a> {
     /// (`fg_total > 0`, `fg_done == fg_total`, `next_flow == flows.len()`, `stop_when_done`):
     /// updated where those change, so the loop tests one flag per event.
     all_done: bool,
+    /// Event count at which the loop next looks at progress and the end condition: the
+    /// next multiple of [`PROGRESS_EVERY`], or 0 (every event) once `all_done` holds.
+    check_at: u64,
     actions: Actions,
     fx: PortEffects,
     spray: Option<Rng>,
@@ -187,6 +190,7 @@ impl<'a> Sim<'a> {
             fg_total,
             fg_done: 0,
             all_done: false,
+            check_at: PROGRESS_EVERY,
             actions: Actions::new(),
             fx: PortEffects::default(),
             spray,
@@ -275,29 +279,35 @@ impl<'a> Sim<'a> {
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
             }
-            if events.is_multiple_of(PROGRESS_EVERY) {
-                self.peak_live = self.peak_live.max(self.arena.live());
-                let p = Progress {
-                    sim_time_ps: t.0,
-                    horizon_ps: horizon.0,
-                    flows_done: self.fg_done,
-                    flows_total: self.fg_total,
-                    events,
-                };
-                if !progress(&p) {
-                    cut = true;
-                    break;
+            // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
+            // once every foreground flow is done (the end condition is then checked each time).
+            if events >= self.check_at {
+                if events.is_multiple_of(PROGRESS_EVERY) {
+                    self.peak_live = self.peak_live.max(self.arena.live());
+                    let p = Progress {
+                        sim_time_ps: t.0,
+                        horizon_ps: horizon.0,
+                        flows_done: self.fg_done,
+                        flows_total: self.fg_total,
+                        events,
+                    };
+                    if !progress(&p) {
+                        cut = true;
+                        break;
+                    }
                 }
-            }
-            // With only background flows there is nothing to wait for: run to the time limit.
-            if self.all_done {
-                if self.arena.live() == 0 {
-                    break;
-                }
-                if self.flows.iter().any(|f| f.background) {
-                    // Background flows never end: stop once the foreground work is done.
-                    cut = true;
-                    break;
+                // With only background flows there is nothing to wait for: run to the time limit.
+                if self.all_done {
+                    if self.arena.live() == 0 {
+                        break;
+                    }
+                    if self.flows.iter().any(|f| f.background) {
+                        // Background flows never end: stop once the foreground work is done.
+                        cut = true;
+                        break;
+                    }
+                } else {
+                    self.check_at = (events / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
                 }
             }
         }
@@ -480,6 +490,9 @@ impl<'a> Sim<'a> {
             && self.fg_done == self.fg_total
             && self.next_flow >= self.flows.len()
             && self.sc.run.stop_when_done;
+        if self.all_done {
+            self.check_at = 0;
+        }
     }
 
     fn sample(&mut self, now: Time) {
