@@ -6,6 +6,7 @@
 #   make lint    rustfmt --check, clippy -D warnings, ruff check, ruff format --check
 #   make fmt     format Rust (cargo fmt) and Python (ruff format)
 #   make bench   the core's throughput benchmark
+#   make bench-pgo   the same, profile-guided build trained on another workload (needs llvm-tools)
 #
 # The venv setup and the extension build are file-stamped, so repeated runs reinstall nothing
 # unless pyproject.toml (dependencies) or the Rust sources changed.
@@ -30,7 +31,7 @@ REQS_PY := import importlib, sys; \
  print("\n".join(d["build-system"]["requires"] + d["project"]["dependencies"] \
  + d["project"]["optional-dependencies"]["dev"]))
 
-.PHONY: all venv build demo test test-rust test-python lint fmt bench clean
+.PHONY: all venv build demo test test-rust test-python lint fmt bench bench-pgo clean
 
 all: build
 
@@ -75,6 +76,10 @@ fmt: $(DEPS_STAMP)
 
 bench:
 	cargo run --release -p dcnsim-core --bin dcnsim-bench
+
+# Optional: see BENCHMARKS.md ("Profile-guided build"); the plain build above is the reference.
+bench-pgo:
+	scripts/bench-pgo.sh
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) python/dcnsim/_core*.so

@@ -65,9 +65,20 @@ struct Node {
     t: u64,
     seq: u64,
     port: u32,
-    /// Next node of the bucket (circular: the tail's is the head), or of the free list.
+    /// Next node of the bucket (NIL after the tail), or of the free list.
     next: u32,
 }
+
+/// A bucket of the wheel: the first and last node of its list (NIL: empty). Both ends side by
+/// side, so a pop reads the head without going through the tail node.
+#[derive(Copy, Clone, Debug)]
+#[repr(C, align(8))]
+struct Bucket {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Bucket = Bucket { head: NIL, tail: NIL };
 
 const NIL: u32 = u32::MAX;
 const TX_BIT: u32 = 1 << 31;
@@ -95,7 +106,7 @@ const WORDS: usize = BUCKETS / 64;
 /// a timing wheel of [`BUCKETS`] buckets of 2^`shift` ps that spans at least the horizon:
 /// an event at time t sits in bucket (t >> shift) mod BUCKETS while it lies less than the
 /// wheel's span ahead of the clock's bucket, so every bucket holds one time slice only.
-/// A bucket is a circular list of nodes sorted by (time, sequence), entered at its tail;
+/// A bucket is a list of nodes sorted by (time, sequence), entered at its tail;
 /// since every new event has the largest sequence so far, it goes after every node at or
 /// before its time, which is usually the tail. A two-level
 /// bitmap of non-empty buckets finds the next event. Everything else (transport timers,
@@ -105,8 +116,8 @@ const WORDS: usize = BUCKETS / 64;
 /// sequence counter and `pop` compares their heads, so the order is exactly (time,
 /// sequence) over all events, whatever the horizon.
 pub struct EventQueue {
-    /// Last node of each bucket's circular list (NIL: empty).
-    tails: Box<[u32; BUCKETS]>,
+    /// First and last node of each bucket's list.
+    buckets: Box<[Bucket; BUCKETS]>,
     /// Node storage; free nodes form a list through `next` from `free`.
     nodes: Vec<Node>,
     free: u32,
@@ -116,8 +127,10 @@ pub struct EventQueue {
     shift: u32,
     /// Bucket (absolute, not reduced mod BUCKETS) of the clock.
     cur: u64,
-    wheel_len: usize,
     other: BinaryHeap<Entry>,
+    /// Time of `other`'s top (`u64::MAX` when empty): a wheel event before it comes first
+    /// without a look at the heap.
+    other_t: u64,
     seq: u64,
     now: Time,
 }
@@ -137,15 +150,15 @@ impl EventQueue {
     pub fn with_horizon(horizon: Time) -> Self {
         let width = horizon.0.div_ceil(BUCKETS as u64).max(1).next_power_of_two();
         EventQueue {
-            tails: Box::new([NIL; BUCKETS]),
+            buckets: Box::new([EMPTY; BUCKETS]),
             nodes: vec![],
             free: NIL,
             bits: [0; WORDS],
             summary: 0,
             shift: width.trailing_zeros(),
             cur: 0,
-            wheel_len: 0,
             other: BinaryHeap::new(),
+            other_t: u64::MAX,
             seq: 0,
             now: Time::ZERO,
         }
@@ -170,6 +183,7 @@ impl EventQueue {
     #[inline(never)]
     fn push_other(&mut self, t: u64, seq: u64, ev: Event) {
         self.other.push(Entry { key: ((t as u128) << 64) | seq as u128, ev });
+        self.other_t = self.other_t.min(t);
     }
     /// A network event: into its bucket, usually at the tail (the common cases are inlined at
     /// every call site; the rare ones are out of line).
@@ -186,30 +200,26 @@ impl EventQueue {
         }
         let n = self.free;
         self.free = self.node(n).next;
-        self.wheel_len += 1;
-        // The bucket is a circular list entered at its tail. The new node goes after every
-        // node at or before `t` (they have smaller sequence numbers): usually at the tail.
-        let tail = self.tails[s];
+        // The bucket is a list entered at its tail. The new node goes after every node at
+        // or before `t` (they have smaller sequence numbers): usually at the tail.
+        *self.node_mut(n) = Node { t, seq, port, next: NIL };
+        let tail = self.buckets[s].tail;
         if tail == NIL {
-            *self.node_mut(n) = Node { t, seq, port, next: n };
-            self.tails[s] = n;
+            self.buckets[s] = Bucket { head: n, tail: n };
             self.bits[s / 64] |= 1 << (s % 64);
             self.summary |= 1 << (s / 64);
             return;
         }
         let tail_node = self.node_mut(tail);
         if tail_node.t <= t {
-            let head = tail_node.next;
             tail_node.next = n;
-            *self.node_mut(n) = Node { t, seq, port, next: head };
-            self.tails[s] = n;
+            self.buckets[s].tail = n;
             return;
         }
-        *self.node_mut(n) = Node { t, seq, port, next: NIL };
-        self.insert_before_later(tail, n, t);
+        self.insert_before_later(s, n, t);
     }
     /// Node `n` of the wheel. Every index the wheel follows (`free` when not NIL, a
-    /// non-NIL `tails` entry, the `next` of a linked node) is one `grow_nodes` handed out,
+    /// non-NIL bucket end, the non-NIL `next` of a linked node) is one `grow_nodes` handed out,
     /// below `nodes.len()`, and nodes are never removed: the bounds check is skipped on this,
     /// the busiest path of the simulator (checked in debug builds).
     #[inline(always)]
@@ -231,12 +241,18 @@ impl EventQueue {
         self.nodes.push(Node { t: 0, seq: 0, port: 0, next: self.free });
         self.free = (self.nodes.len() - 1) as u32;
     }
-    /// Link node `n` (time `t`, the largest sequence) into the bucket whose tail `tail` is later
-    /// than `t`: before the first node later than `t`.
+    /// Link node `n` (time `t`, the largest sequence) into bucket `s`, whose tail is later than
+    /// `t`: before the first node later than `t` (the walk ends at the tail at the latest).
     #[inline(never)]
-    fn insert_before_later(&mut self, tail: u32, n: u32, t: u64) {
-        let mut prev = tail;
-        let mut cur = self.node(tail).next;
+    fn insert_before_later(&mut self, s: usize, n: u32, t: u64) {
+        let head = self.buckets[s].head;
+        if self.node(head).t > t {
+            self.node_mut(n).next = head;
+            self.buckets[s].head = n;
+            return;
+        }
+        let mut prev = head;
+        let mut cur = self.node(head).next;
         while self.node(cur).t <= t {
             prev = cur;
             cur = self.node(cur).next;
@@ -247,14 +263,15 @@ impl EventQueue {
     /// Slot of the first non-empty bucket at or after the clock's, in time order.
     #[inline]
     fn first_slot(&self) -> Option<usize> {
-        if self.summary == 0 {
-            return None;
-        }
         let start = self.cur as usize & (BUCKETS - 1);
         let w = start / 64;
         let word = self.bits[w] & (!0u64 << (start % 64));
         if word != 0 {
+            // The usual case: a non-empty bucket in the clock's own word.
             return Some(w * 64 + word.trailing_zeros() as usize);
+        }
+        if self.summary == 0 {
+            return None;
         }
         // The next non-empty word after `w`, else (wrapping round) the first one: it holds
         // the latest times, possibly in word `w` itself, before `start`.
@@ -266,12 +283,17 @@ impl EventQueue {
     #[inline]
     fn wheel_head(&self) -> Option<(usize, u32, Node)> {
         let s = self.first_slot()?;
-        let n = self.node(self.tails[s % BUCKETS]).next;
+        let n = self.buckets[s % BUCKETS].head;
         Some((s, n, *self.node(n)))
     }
     /// Whether the heap's head comes before the wheel's (None: both empty).
     #[inline]
     fn other_first(&self, wheel: Option<&Node>) -> Option<bool> {
+        if let Some(w) = wheel {
+            if w.t < self.other_t {
+                return Some(false);
+            }
+        }
         match (wheel, self.other.peek()) {
             (None, None) => None,
             (Some(_), None) => Some(false),
@@ -285,23 +307,23 @@ impl EventQueue {
         let head = self.wheel_head();
         let (t, ev) = if self.other_first(head.as_ref().map(|h| &h.2))? {
             let e = self.other.pop().expect("peeked");
+            self.other_t = self.other.peek().map_or(u64::MAX, |o| (o.key >> 64) as u64);
             (Time((e.key >> 64) as u64), e.ev)
         } else {
             let (s, n, e) = head.expect("peeked");
             let s = s % BUCKETS;
-            let tail = self.tails[s];
-            if tail == n {
-                self.tails[s] = NIL;
+            let bucket = &mut self.buckets[s];
+            if bucket.tail == n {
+                *bucket = EMPTY;
                 self.bits[s / 64] &= !(1 << (s % 64));
                 if self.bits[s / 64] == 0 {
                     self.summary &= !(1 << (s / 64));
                 }
             } else {
-                self.node_mut(tail).next = e.next;
+                bucket.head = e.next;
             }
             self.node_mut(n).next = self.free;
             self.free = n;
-            self.wheel_len -= 1;
             (Time(e.t), net_event(e.port))
         };
         self.now = t;
@@ -320,11 +342,19 @@ impl EventQueue {
     pub fn now(&self) -> Time {
         self.now
     }
+    /// Events pending. Walks the wheel's free list (no counter is kept on the hot path):
+    /// for tests and diagnostics, not for a loop over events.
     pub fn len(&self) -> usize {
-        self.wheel_len + self.other.len()
+        let mut free = 0;
+        let mut n = self.free;
+        while n != NIL {
+            free += 1;
+            n = self.node(n).next;
+        }
+        self.nodes.len() - free + self.other.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.summary == 0 && self.other.is_empty()
     }
     /// Total events ever scheduled.
     pub fn scheduled(&self) -> u64 {

@@ -117,6 +117,24 @@ impl Pipe {
         self.len -= 1;
         Some(e)
     }
+    /// Remove the head (the pipe must not be empty) and return it with the arrival time of
+    /// the packet behind it, if any: one emptiness test for what `pop_front` and `front`
+    /// would do.
+    #[inline]
+    pub fn pop_front_and_next(&mut self) -> ((Time, PktIdx), Option<Time>) {
+        assert!(self.len > 0, "pop from an empty pipe");
+        debug_assert!((self.head as usize) < self.buf.len());
+        // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
+        let e = unsafe { *self.buf.get_unchecked(self.head as usize) };
+        self.head = (self.head + 1) & (self.buf.len() as u32 - 1);
+        self.len -= 1;
+        if self.len == 0 {
+            return (e, None);
+        }
+        // SAFETY: the new `head` is masked to the power-of-two length of `buf`.
+        let next = unsafe { self.buf.get_unchecked(self.head as usize) };
+        (e, Some(next.0))
+    }
     #[inline]
     pub fn push_back(&mut self, e: (Time, PktIdx)) {
         if self.len as usize == self.buf.len() {

@@ -17,7 +17,7 @@
 //! `txdone_pending` / `wake_at` tell an end of serialization from a wake-up.
 
 use crate::event::{Event, EventQueue};
-use crate::network::{Network, Routing};
+use crate::network::{Network, Port, Routing};
 use crate::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
 use crate::packet::{FlowId, NodeId, PacketArena, PktIdx};
 use crate::queue::PortEffects;
@@ -112,6 +112,9 @@ pub struct Sim<'a> {
     /// (`fg_total > 0`, `fg_done == fg_total`, `next_flow == flows.len()`, `stop_when_done`):
     /// updated where those change, so the loop tests one flag per event.
     all_done: bool,
+    /// Event count at which the loop next looks at progress and the end condition: the
+    /// next multiple of [`PROGRESS_EVERY`], or 0 (every event) once `all_done` holds.
+    check_at: u64,
     actions: Actions,
     fx: PortEffects,
     spray: Option<Rng>,
@@ -206,6 +209,7 @@ impl<'a> Sim<'a> {
             fg_total,
             fg_done: 0,
             all_done: false,
+            check_at: PROGRESS_EVERY,
             actions: Actions::new(),
             fx: PortEffects::default(),
             spray,
@@ -262,25 +266,32 @@ impl<'a> Sim<'a> {
             match ev {
                 Event::LinkArrive { port } => {
                     let pt = &mut self.net.ports[port as usize];
-                    let (at, pkt) = pt.pipe.pop_front().expect("a LinkArrive event has a packet in its pipe");
+                    // A LinkArrive event has a packet in its pipe.
+                    let ((at, pkt), next) = pt.pipe.pop_front_and_next();
                     debug_assert_eq!(at, t);
-                    if let Some(&(next, _)) = pt.pipe.front() {
+                    if let Some(next) = next {
                         self.q.push(next, Event::LinkArrive { port });
                     }
                     let node = pt.peer;
                     self.arrive(t, node, pkt)
                 }
                 Event::TxDone { port } => {
+                    let (nic_idle, hosts) = (self.nic_idle, self.net.num_hosts);
                     let pt = &mut self.net.ports[port as usize];
-                    if pt.txdone_pending && pt.busy_until == t {
+                    let start = if pt.txdone_pending && pt.busy_until == t {
                         // The port finished serializing.
                         pt.txdone_pending = false;
-                        self.start_tx(t, port);
+                        true
                     } else if pt.wake_at == t {
                         // A wake-up the queue policy asked for (`QueueDisc::next_ready`).
                         pt.wake_at = Time::MAX;
-                        if !pt.txdone_pending && pt.busy_until <= t {
-                            self.start_tx(t, port);
+                        !pt.txdone_pending && pt.busy_until <= t
+                    } else {
+                        false
+                    };
+                    if start {
+                        if let Some(host) = start_tx(pt, &mut self.q, &mut self.arena, t, port, nic_idle, hosts) {
+                            self.nic_idle_at(t, host);
                         }
                     }
                 }
@@ -295,29 +306,35 @@ impl<'a> Sim<'a> {
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
             }
-            if events.is_multiple_of(PROGRESS_EVERY) {
-                self.peak_live = self.peak_live.max(self.arena.live());
-                let p = Progress {
-                    sim_time_ps: t.0,
-                    horizon_ps: horizon.0,
-                    flows_done: self.fg_done,
-                    flows_total: self.fg_total,
-                    events,
-                };
-                if !progress(&p) {
-                    cut = true;
-                    break;
+            // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
+            // once every foreground flow is done (the end condition is then checked each time).
+            if events >= self.check_at {
+                if events.is_multiple_of(PROGRESS_EVERY) {
+                    self.peak_live = self.peak_live.max(self.arena.live());
+                    let p = Progress {
+                        sim_time_ps: t.0,
+                        horizon_ps: horizon.0,
+                        flows_done: self.fg_done,
+                        flows_total: self.fg_total,
+                        events,
+                    };
+                    if !progress(&p) {
+                        cut = true;
+                        break;
+                    }
                 }
-            }
-            // With only background flows there is nothing to wait for: run to the time limit.
-            if self.all_done {
-                if self.arena.live() == 0 {
-                    break;
-                }
-                if self.flows.iter().any(|f| f.background) {
-                    // Background flows never end: stop once the foreground work is done.
-                    cut = true;
-                    break;
+                // With only background flows there is nothing to wait for: run to the time limit.
+                if self.all_done {
+                    if self.arena.live() == 0 {
+                        break;
+                    }
+                    if self.flows.iter().any(|f| f.background) {
+                        // Background flows never end: stop once the foreground work is done.
+                        cut = true;
+                        break;
+                    }
+                } else {
+                    self.check_at = (events / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
                 }
             }
         }
@@ -344,24 +361,26 @@ impl<'a> Sim<'a> {
                 self.drop_pkt(idx, DROP_MISROUTED);
                 return;
             }
-            let pkt = *p;
-            self.arena.free(idx);
-            if pkt.is_data() {
-                self.data_hops += pkt.hops as u64;
+            if p.is_data() {
+                self.data_hops += p.hops as u64;
                 if let Some(a) = &mut self.audit {
-                    let f = pkt.flow as usize;
+                    let f = p.flow as usize;
                     if f < a.len() {
-                        a[f].add(pkt.seq, pkt.seq + pkt.payload as u64);
+                        a[f].add(p.seq, p.seq + p.payload as u64);
                     }
                 }
             }
             let mut out = std::mem::take(&mut self.actions);
             out.clear();
             let mut ctx = Ctx { now, host: node, flows: &self.flows, out: &mut out };
-            self.transport.on_packet(&mut ctx, &pkt);
+            // The transport reads the packet in place; its slot is freed before the actions
+            // are applied, so the first packet sent reuses it (as when freed first).
+            self.transport.on_packet(&mut ctx, self.arena.get(idx));
+            self.arena.free(idx);
             self.apply(now, node, &mut out);
             self.actions = out;
         } else {
+            let size = p.size;
             let port = match &mut self.spray {
                 None => self.net.route_in_flight(node, p),
                 Some(rng) => {
@@ -369,42 +388,36 @@ impl<'a> Sim<'a> {
                     hops[rng.below(hops.len() as u64) as usize]
                 }
             };
-            self.enqueue(now, port, idx);
+            self.enqueue(now, port, idx, size);
         }
     }
 
     fn drop_pkt(&mut self, idx: PktIdx, cause: &'static str) {
-        self.arena.free(idx);
-        match self.drops.iter_mut().find(|(c, _)| *c == cause) {
-            Some((_, n)) => *n += 1,
-            None => self.drops.push((cause, 1)),
-        }
+        drop_into(&mut self.arena, &mut self.drops, idx, cause);
     }
 
+    /// Offer packet `idx` (of wire size `size`) to egress port `port`.
     #[inline(always)]
-    fn enqueue(&mut self, now: Time, port: u32, idx: PktIdx) {
+    fn enqueue(&mut self, now: Time, port: u32, idx: PktIdx, size: u32) {
+        let (nic_idle, hosts) = (self.nic_idle, self.net.num_hosts);
+        // One bounds check: the port is borrowed once for the whole offer.
         let pt = &mut self.net.ports[port as usize];
         // Fast path: the port is idle and (no TxDone pending) its queue empty, and the
         // policy would admit the packet unchanged and serve it at once.
-        if !pt.txdone_pending && pt.busy_until <= now {
-            let size = self.arena.get(idx).size;
-            if size <= pt.passthrough {
-                self.transmit(now, port, idx, size, false);
-                return;
-            }
+        if !pt.txdone_pending && pt.busy_until <= now && size <= pt.passthrough {
+            transmit(pt, &mut self.q, now, port, idx, size, false, nic_idle, hosts);
+            return;
         }
         pt.disc.enqueue(now, idx, &mut self.arena, &mut self.fx);
         if !self.fx.drops.is_empty() || self.fx.trims > 0 {
             pt.drops += self.fx.drops.len() as u64;
             self.trims += self.fx.trims;
-            let drops = std::mem::take(&mut self.fx.drops);
             if let Some(probe) = self.drop_probe.as_mut() {
-                let pt = &self.net.ports[port as usize];
                 let mut class_bytes = [0u64; 8];
                 for (c, b) in class_bytes.iter_mut().enumerate().take(pt.disc.classes() as usize) {
                     *b = pt.disc.queue_bytes(c as u8).0;
                 }
-                for &(d, cause) in &drops {
+                for &(d, cause) in &self.fx.drops {
                     probe(&DropInfo {
                         now,
                         port,
@@ -417,16 +430,16 @@ impl<'a> Sim<'a> {
                     });
                 }
             }
-            for &(d, cause) in &drops {
-                self.drop_pkt(d, cause);
+            for &(d, cause) in &self.fx.drops {
+                drop_into(&mut self.arena, &mut self.drops, d, cause);
             }
-            self.fx.drops = drops;
             self.fx.clear();
         }
-        let pt = &mut self.net.ports[port as usize];
         if !pt.txdone_pending {
             if pt.busy_until <= now {
-                self.start_tx(now, port);
+                if let Some(host) = start_tx(pt, &mut self.q, &mut self.arena, now, port, nic_idle, hosts) {
+                    self.nic_idle_at(now, host);
+                }
             } else {
                 pt.txdone_pending = true;
                 let at = pt.busy_until;
@@ -435,57 +448,15 @@ impl<'a> Sim<'a> {
         }
     }
 
-    #[inline(always)]
-    fn start_tx(&mut self, now: Time, port: u32) {
-        let pt = &mut self.net.ports[port as usize];
-        match pt.disc.dequeue_more(now, &mut self.arena) {
-            Some((idx, size, queued)) => self.transmit(now, port, idx, size, queued),
-            None => {
-                if !pt.disc.is_empty() {
-                    // Packets wait but none may leave yet (a shaper): wake the port when
-                    // the policy says one becomes eligible, unless an earlier wake-up is set.
-                    if let Some(at) = pt.disc.next_ready(now) {
-                        let at = at.max(now + Time(1));
-                        if !(pt.wake_at > now && pt.wake_at <= at) {
-                            pt.wake_at = at;
-                            self.q.push(at, Event::TxDone { port });
-                        }
-                    }
-                }
-                if self.nic_idle && pt.node < self.net.num_hosts {
-                    let host = pt.node;
-                    let mut out = std::mem::take(&mut self.actions);
-                    out.clear();
-                    let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
-                    self.transport.on_nic_idle(&mut ctx);
-                    self.apply(now, host, &mut out);
-                    self.actions = out;
-                }
-            }
-        }
-    }
-
-    /// Start serializing packet `idx` (of wire size `size`, already out of the queue) on
-    /// idle port `port`; `queued`: packets are still waiting in its queue.
-    #[inline(always)]
-    fn transmit(&mut self, now: Time, port: u32, idx: PktIdx, size: u32, queued: bool) {
-        let pt = &mut self.net.ports[port as usize];
-        let size = size as u64;
-        let end = now + pt.tx_time(size);
-        pt.busy_until = end;
-        pt.tx_bytes += size;
-        let arrive = end + pt.delay;
-        let more = queued || (self.nic_idle && pt.node < self.net.num_hosts);
-        if more {
-            pt.txdone_pending = true;
-        }
-        if pt.pipe.is_empty() {
-            self.q.push(arrive, Event::LinkArrive { port });
-        }
-        pt.pipe.push_back((arrive, idx));
-        if more {
-            self.q.push(end, Event::TxDone { port });
-        }
+    /// Tell the transport that `host`'s NIC went idle ([`Transport::wants_nic_idle`]).
+    #[inline(never)]
+    fn nic_idle_at(&mut self, now: Time, host: NodeId) {
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+        self.transport.on_nic_idle(&mut ctx);
+        self.apply(now, host, &mut out);
+        self.actions = out;
     }
 
     fn flow_arrival(&mut self, now: Time) {
@@ -507,7 +478,8 @@ impl<'a> Sim<'a> {
     /// Carry out a transport's actions at `host`.
     fn apply(&mut self, now: Time, host: NodeId, out: &mut Actions) {
         for i in 0..out.sends.len() {
-            let mut p = out.sends[i];
+            // Stamped in place and copied once, straight into the arena.
+            let p = &mut out.sends[i];
             p.hops = 0;
             p.src = host;
             if p.is_data() {
@@ -517,13 +489,13 @@ impl<'a> Sim<'a> {
                 }
             }
             let dst = p.dst;
-            let idx = self.arena.alloc(p);
+            let idx = self.arena.alloc(*p);
             if dst >= self.net.num_hosts || dst == host {
                 self.drop_pkt(idx, DROP_MISROUTED);
                 continue;
             }
-            let port = self.net.route_in_flight(host, &p);
-            self.enqueue(now, port, idx);
+            let (port, size) = (self.net.route_in_flight(host, p), p.size);
+            self.enqueue(now, port, idx, size);
         }
         for &(at, token) in &out.timers {
             self.q.push(at.max(now), Event::Timer { host, token });
@@ -563,6 +535,9 @@ impl<'a> Sim<'a> {
             && self.fg_done == self.fg_total
             && self.next_flow >= self.flows.len()
             && self.sc.run.stop_when_done;
+        if self.all_done {
+            self.check_at = 0;
+        }
     }
 
     fn sample(&mut self, now: Time) {
@@ -654,6 +629,85 @@ impl<'a> Sim<'a> {
             scenario_json: sc.to_json(),
             audit_errors: self.audit_errors,
         }
+    }
+}
+
+/// Count a dropped packet under `cause` and free it.
+fn drop_into(arena: &mut PacketArena, drops: &mut Vec<(&'static str, u64)>, idx: PktIdx, cause: &'static str) {
+    arena.free(idx);
+    match drops.iter_mut().find(|(c, _)| *c == cause) {
+        Some((_, n)) => *n += 1,
+        None => drops.push((cause, 1)),
+    }
+}
+
+/// Dequeue the next packet of idle port `pt` (id `port`) and start serializing it. When
+/// nothing leaves, returns the port's node if it is a host whose transport wants to hear
+/// that its NIC went idle (`nic_idle`; hosts are the nodes below `hosts`). The port is
+/// passed in, borrowed once by the caller, so the per-hop path indexes the port table once.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn start_tx(
+    pt: &mut Port,
+    q: &mut EventQueue,
+    arena: &mut PacketArena,
+    now: Time,
+    port: u32,
+    nic_idle: bool,
+    hosts: u32,
+) -> Option<NodeId> {
+    match pt.disc.dequeue_more(now, arena) {
+        Some((idx, size, queued)) => {
+            transmit(pt, q, now, port, idx, size, queued, nic_idle, hosts);
+            None
+        }
+        None => {
+            if !pt.disc.is_empty() {
+                // Packets wait but none may leave yet (a shaper): wake the port when
+                // the policy says one becomes eligible, unless an earlier wake-up is set.
+                if let Some(at) = pt.disc.next_ready(now) {
+                    let at = at.max(now + Time(1));
+                    if !(pt.wake_at > now && pt.wake_at <= at) {
+                        pt.wake_at = at;
+                        q.push(at, Event::TxDone { port });
+                    }
+                }
+            }
+            (nic_idle && pt.node < hosts).then_some(pt.node)
+        }
+    }
+}
+
+/// Start serializing packet `idx` (of wire size `size`, already out of the queue) on idle
+/// port `pt` (id `port`); `queued`: packets are still waiting in its queue.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn transmit(
+    pt: &mut Port,
+    q: &mut EventQueue,
+    now: Time,
+    port: u32,
+    idx: PktIdx,
+    size: u32,
+    queued: bool,
+    nic_idle: bool,
+    hosts: u32,
+) {
+    let size = size as u64;
+    let end = now + pt.tx_time(size);
+    pt.busy_until = end;
+    pt.tx_bytes += size;
+    let arrive = end + pt.delay;
+    let more = queued || (nic_idle && pt.node < hosts);
+    if more {
+        pt.txdone_pending = true;
+    }
+    if pt.pipe.is_empty() {
+        q.push(arrive, Event::LinkArrive { port });
+    }
+    pt.pipe.push_back((arrive, idx));
+    if more {
+        q.push(end, Event::TxDone { port });
     }
 }
 

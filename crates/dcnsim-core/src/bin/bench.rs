@@ -5,6 +5,9 @@
 //!   (h + 64) mod 128 at t = 0 (every path crosses 6 links).
 //! - **short**: the same network; 12,800 flows between uniformly random distinct hosts,
 //!   sizes log-uniform in [1 KB, 1 MB] (size = 1000 x 1000^u), starts uniform over 2 ms.
+//! - **train** (not a benchmark): the profile-guided build's training run (`make bench-pgo`),
+//!   the same network with a workload unlike both: a shift-37 permutation of 300 KB flows and
+//!   4,000 random flows of 0.5-200 KB over 0.8 ms from another generator seed.
 //!
 //! Prints a human-readable report and one machine-readable line per scenario:
 //! `bench NAME wall_s=... events_per_s=... packet_hops_per_s=... peak_rss_mb=... cpu_s=...
@@ -59,6 +62,33 @@ fn flows(name: &str) -> Vec<FlowSpec> {
                     FlowSpec { src, dst, size: Bytes(size), start, deadline: None, background: false }
                 })
                 .collect();
+            v.sort_by_key(|f| f.start);
+            v
+        }
+        "train" => {
+            // Not a benchmark: the training run of `make bench-pgo` (BENCHMARKS.md), a workload
+            // unlike both benchmarks (another permutation, flow sizes and generator seed).
+            let mut v: Vec<FlowSpec> = (0..128u32)
+                .map(|h| FlowSpec {
+                    src: h,
+                    dst: (h + 37) % 128,
+                    size: Bytes(300_000),
+                    start: Time::ZERO,
+                    deadline: None,
+                    background: false,
+                })
+                .collect();
+            let mut rng = Rng::new(7);
+            v.extend((0..4_000).map(|_| {
+                let src = rng.below(128) as u32;
+                let mut dst = rng.below(127) as u32;
+                if dst >= src {
+                    dst += 1;
+                }
+                let size = (500.0 * 400f64.powf(rng.f64())).round() as u64;
+                let start = Time((rng.f64() * Time::us(800).0 as f64) as u64);
+                FlowSpec { src, dst, size: Bytes(size), start, deadline: None, background: false }
+            }));
             v.sort_by_key(|f| f.start);
             v
         }
