@@ -158,6 +158,13 @@
 //!   credit at all, and a larger one gets credits from its request on (for the bytes beyond
 //!   the burst). When it holds every byte the receiver stops crediting (§IV-B: "back to
 //!   RECEIVER_LISTENING when all the data are received"), without waiting for CREDIT_STOP.
+//! - **`credit_from_request = true`** (the Aeolus paper's receiver, see the choices below):
+//!   no accounting; the receiver credits every flow from its request on, at the credit
+//!   loop's rate, until it holds every byte or CREDIT_STOP ends it. The sender is unchanged:
+//!   a credit goes to a loss-detected unscheduled packet, a NACKed one, new data, an
+//!   unacknowledged unscheduled packet (each resent once), or is wasted; the CREDIT_STOP
+//!   behind the last of them lets the receiver NACK what is still missing. So a tail lost
+//!   without the probe is resent on the flow's first credits instead of after `rto`.
 //! - **Last resort** (`rto`): a receiver that waits for unscheduled packets and sees no
 //!   progress for `rto` stops waiting and credits every missing packet (one timeout in
 //!   `FlowStats`); this covers a lost probe together with the tail, and, in `low_priority`
@@ -176,8 +183,20 @@
 //!   a flow on a shorter path stops earlier only if a credit arrives first.
 //! - The paper's ExpressPass receiver credits every flow from its request on ("the
 //!   proactive control logic follows its original processing logic") and lets the sender's
-//!   CREDIT_STOP end it; crediting bytes already on their way unscheduled would only waste
-//!   credits (or trigger needless class-3 resends), so the receiver here accounts for them.
+//!   CREDIT_STOP end it; §V-E relies on it for Fig. 22: without the probe "the credits will
+//!   be used either to transmit unsent new data or to retransmit unacknowledged unscheduled
+//!   packets (in the case there is no new data to send)", so "both schemes achieve very
+//!   similar performance". `credit_from_request = true` is that receiver. The default
+//!   (false) keeps our earlier receiver, which accounts for bytes already on their way
+//!   unscheduled (crediting them wastes credits or triggers needless class-3 resends): it
+//!   is not the paper's reading, and without the probe a flow of at most one BDP whose tail
+//!   was dropped waits for `rto` (repro/aeolus_fig22_probe, full size: small-flow p99 FCT
+//!   10,018 us vs 140 us with `credit_from_request`; average slowdown with / without the
+//!   probe 4.06 / 83.8 vs 3.56 / 3.59). It stays the default only because the other
+//!   ExpressPass+Aeolus reproductions (Fig. 11-13, Fig. 20, Fig. 21, Tables VI-VII) have
+//!   not been rerun at full size with the paper's receiver; one Fig. 11-13 point (web
+//!   server, load 0.0844) moved little (small-flow avg / p99 FCT 45.9 / 137 us ->
+//!   46.6 / 135 us, transfer efficiency 0.689 -> 0.658).
 //! - The unscheduled packets' NIC pacing (one at a time on NIC idle) is our reading of
 //!   "line rate" on a host that also sends scheduled packets and credits.
 //!
