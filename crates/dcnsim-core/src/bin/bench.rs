@@ -36,6 +36,16 @@ const NET: &str = r#"{
   "workload": [{"pattern": "permutation", "shift": 64, "size": 2000000}]
 }"#;
 
+/// A uniformly random ordered pair of distinct hosts of the 128.
+fn random_pair(rng: &mut Rng) -> (u32, u32) {
+    let src = rng.below(128) as u32;
+    let mut dst = rng.below(127) as u32;
+    if dst >= src {
+        dst += 1;
+    }
+    (src, dst)
+}
+
 fn flows(name: &str) -> Vec<FlowSpec> {
     match name {
         "perm" => (0..128u32)
@@ -52,11 +62,7 @@ fn flows(name: &str) -> Vec<FlowSpec> {
             let mut rng = Rng::new(20261122);
             let mut v: Vec<FlowSpec> = (0..12_800)
                 .map(|_| {
-                    let src = rng.below(128) as u32;
-                    let mut dst = rng.below(127) as u32;
-                    if dst >= src {
-                        dst += 1;
-                    }
+                    let (src, dst) = random_pair(&mut rng);
                     let size = (1000.0 * 1000f64.powf(rng.f64())).round() as u64;
                     let start = Time((rng.f64() * Time::ms(2).0 as f64) as u64);
                     FlowSpec { src, dst, size: Bytes(size), start, deadline: None, background: false }
@@ -80,11 +86,7 @@ fn flows(name: &str) -> Vec<FlowSpec> {
                 .collect();
             let mut rng = Rng::new(7);
             v.extend((0..4_000).map(|_| {
-                let src = rng.below(128) as u32;
-                let mut dst = rng.below(127) as u32;
-                if dst >= src {
-                    dst += 1;
-                }
+                let (src, dst) = random_pair(&mut rng);
                 let size = (500.0 * 400f64.powf(rng.f64())).round() as u64;
                 let start = Time((rng.f64() * Time::us(800).0 as f64) as u64);
                 FlowSpec { src, dst, size: Bytes(size), start, deadline: None, background: false }

@@ -744,22 +744,9 @@ mod tests {
             let mut lx =
                 LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
             assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
-            let mut timers: Vec<(Time, u64)> = out.timers.clone();
-            let mut sent = out.sends.len();
-            while let Some(i) = (0..timers.len()).min_by_key(|&i| timers[i].0) {
-                let (at, tok) = timers.remove(i);
-                out.clear();
-                let (_, k, g) = untoken(tok);
-                let mut lx =
-                    LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
-                lp.on_timer(&mut lx, k, g);
-                sent += out.sends.len();
-                timers.extend(out.timers.iter().copied());
-                if !lp.is_open() {
-                    assert_eq!(at, Time::us(80), "idle rule: 2 RTTs without an LP ACK");
-                }
-            }
-            assert_eq!(sent, 4);
+            let (closed, paced) = drive_lp_timers(&mut lp, &f, &p, out.timers.clone());
+            assert_eq!(closed, Some(Time::us(80)), "idle rule: 2 RTTs without an LP ACK");
+            assert_eq!(out.sends.len() + paced, 4);
             assert!(!lp.is_open());
             out.clear();
             let mut lx =
@@ -780,12 +767,19 @@ mod tests {
         }
     }
 
-    /// Drive an LpSender's timers (pace, idle) in time order until none is left; returns the
-    /// time at which the loop closed, if it did.
-    fn drive_lp_timers(lp: &mut LpSender, f: &FlowInfo, p: &LpParams, timers: Vec<(Time, u64)>) -> Option<Time> {
+    /// Drive an LpSender's timers (pace, idle) in time order until the loop closes or none is
+    /// left; returns the time at which the loop closed, if it did, and the number of packets
+    /// the timers released.
+    fn drive_lp_timers(
+        lp: &mut LpSender,
+        f: &FlowInfo,
+        p: &LpParams,
+        timers: Vec<(Time, u64)>,
+    ) -> (Option<Time>, usize) {
         let prio = |_s: u64| 4u8;
         let mut timers = timers;
         let mut out = Actions::new();
+        let mut sent = 0;
         while let Some(i) = (0..timers.len()).min_by_key(|&i| timers[i].0) {
             let (at, tok) = timers.remove(i);
             out.clear();
@@ -793,12 +787,13 @@ mod tests {
             let mut lx = LpCx { now: at, flow: f, p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
             let was_open = lp.is_open();
             lp.on_timer(&mut lx, k, g);
+            sent += out.sends.len();
             timers.extend(out.timers.iter().copied());
             if was_open && !lp.is_open() {
-                return Some(at);
+                return (Some(at), sent);
             }
         }
-        None
+        (None, sent)
     }
 
     /// `lcp_rtt`: the idle rule's RTT. A first loop (opened at 0 with a 40 us RTT, no LP
@@ -822,7 +817,7 @@ mod tests {
                 LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
             assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
             assert_eq!(lp.idle_len(), Time::us(80));
-            let closed = drive_lp_timers(&mut lp, &f, &p, out.timers.clone());
+            let closed = drive_lp_timers(&mut lp, &f, &p, out.timers.clone()).0;
             assert_eq!(closed, Some(Time::us(80)), "first loop: no LP round trip known (lp_rtt = {lp_rtt})");
             out.clear();
             let mut ack = lp_ack((998_540, 1_000_000), (997_080, 998_540), false);
@@ -863,7 +858,7 @@ mod tests {
             let want = if lp_rtt { Time(526_250_000) } else { Time::us(80) };
             assert_eq!(lp.idle_len(), want);
             timers.extend(out.timers.iter().copied());
-            let closed = drive_lp_timers(&mut lp, &f, &p, timers);
+            let closed = drive_lp_timers(&mut lp, &f, &p, timers).0;
             let want = if lp_rtt { Time(1_536_250_000) } else { Time::us(1_090) };
             assert_eq!(closed, Some(want), "second loop ends 2 RTTs after its last LP ACK (lp_rtt = {lp_rtt})");
             assert_eq!(lp.stats().closed_idle, 2);
