@@ -46,18 +46,23 @@ fn random_pair(rng: &mut Rng) -> (u32, u32) {
     (src, dst)
 }
 
+/// Host h sends one flow of `size` bytes to host (h + shift) mod 128, all at t = 0.
+fn permutation(shift: u32, size: u64) -> Vec<FlowSpec> {
+    (0..128u32)
+        .map(|h| FlowSpec {
+            src: h,
+            dst: (h + shift) % 128,
+            size: Bytes(size),
+            start: Time::ZERO,
+            deadline: None,
+            background: false,
+        })
+        .collect()
+}
+
 fn flows(name: &str) -> Vec<FlowSpec> {
     match name {
-        "perm" => (0..128u32)
-            .map(|h| FlowSpec {
-                src: h,
-                dst: (h + 64) % 128,
-                size: Bytes(2_000_000),
-                start: Time::ZERO,
-                deadline: None,
-                background: false,
-            })
-            .collect(),
+        "perm" => permutation(64, 2_000_000),
         "short" => {
             let mut rng = Rng::new(20261122);
             let mut v: Vec<FlowSpec> = (0..12_800)
@@ -74,16 +79,7 @@ fn flows(name: &str) -> Vec<FlowSpec> {
         "train" => {
             // Not a benchmark: the training run of `make bench-pgo` (BENCHMARKS.md), a workload
             // unlike both benchmarks (another permutation, flow sizes and generator seed).
-            let mut v: Vec<FlowSpec> = (0..128u32)
-                .map(|h| FlowSpec {
-                    src: h,
-                    dst: (h + 37) % 128,
-                    size: Bytes(300_000),
-                    start: Time::ZERO,
-                    deadline: None,
-                    background: false,
-                })
-                .collect();
+            let mut v = permutation(37, 300_000);
             let mut rng = Rng::new(7);
             v.extend((0..4_000).map(|_| {
                 let (src, dst) = random_pair(&mut rng);
