@@ -117,11 +117,46 @@ def test_ppt_ablations_reduced_each_mechanism_helps(tmp_path: Path) -> None:
     assert t[("no_identification_pushout",)]["small_p99_fct_us"] > po["small_p99_fct_us"]
 
 
-def test_ppt_fig27_reduced_a_larger_send_buffer_helps_large_flows(tmp_path: Path) -> None:
+def test_ppt_fig27_reduced_ppt_with_a_small_send_buffer_still_beats_dctcp_and_rc3(
+    tmp_path: Path,
+) -> None:
+    """Fig. 27 / §6.3: "PPT works well under different send buffer sizes". We assert that PPT
+    at 128 KB (and 2 GB) stays below DCTCP overall and below DCTCP and RC3 (2 GB send buffer,
+    the paper's RC3 setting) on the small-flow average, on the same reduced network and seed
+    (held for seeds 1-5). The paper's 128 KB comparison with the proactive transports is not
+    reproduced (repro/ppt_fig12_13/README.md, item 4).
+
+    The paper's trend (overall and large-flow FCT falling as the buffer grows to a few MB) is
+    not reproduced (repro/ppt_fig27_sendbuf/README.md): 2 GB vs 128 KB changes the overall
+    average by -4.7% to +1.3% over seeds 1-5, either sign, so it is not asserted.
+    """
     t = _run("ppt_fig27_sendbuf", tmp_path)
-    small_buf, big_buf = t[("128KB",)], t[("2GB",)]
-    assert big_buf["avg_fct_us"] < small_buf["avg_fct_us"]
-    assert big_buf["large_avg_fct_us"] < small_buf["large_avg_fct_us"]
+    base = tmp_path / "baselines"
+    base.mkdir()
+    (base / "repro.toml").write_text(
+        f"""title = "Fig. 27 baselines"
+base = "{(REPRO / "ppt_fig12_13" / "base.toml").as_posix()}"
+[variants.dctcp]
+"transport.protocol" = "dctcp"
+[variants.rc3]
+"transport.protocol" = "rc3"
+[reduced.set]
+"topology.leaves" = 4
+"topology.spines" = 2
+"topology.hosts_per_leaf" = 8
+"workload[0].flows" = 3000
+[report]
+columns = ["avg_fct_us", "small_avg_fct_us", "small_p99_fct_us"]
+"""
+    )
+    res = run_repro(base, tmp_path / "baselines-out", reduced=True, workers=2)
+    assert not res.report.failed, [f.error for f in res.report.failed]
+    ref = {row["variant"]: row for row in res.table}
+    for buf in ("128KB", "2GB"):
+        ppt = t[(buf,)]
+        assert ppt["avg_fct_us"] < ref["dctcp"]["avg_fct_us"], buf
+        for other in ("dctcp", "rc3"):
+            assert ppt["small_avg_fct_us"] < ref[other]["small_avg_fct_us"], (buf, other)
 
 
 def test_ppt_fig21_and_fig23_reduced_run_to_completion(tmp_path: Path) -> None:
