@@ -40,13 +40,20 @@
 //! - Header queue full: the header queue has no separate limit; it shares the port buffer
 //!   with the data queue. A header or control packet that does not fit in the remaining
 //!   buffer is dropped with cause `header_overflow` (NDP drops headers only in this
-//!   pathological case; the sender then relies on its timeout).
+//!   pathological case; the sender then relies on its timeout). NDP's own simulator differs
+//!   here in two ways we do not model: it caps the header queue separately (at the data
+//!   queue's byte size), and it returns an overflowing header to its sender
+//!   ("return-to-sender") instead of dropping it when the packet carries a reverse route.
 //! - Non-trimmable data (no `TRIMMABLE` flag) finding the data queue full is dropped with
 //!   the ordinary `buffer_overflow` cause.
 //! - Weighted round-robin: when both queues are backlogged, up to `header_weight` headers
 //!   are served for every data packet (counted in packets; default 10, the ratio the
 //!   original NDP simulator uses). `header_weight = 0` means strict priority for headers.
-//!   When only one queue is backlogged it is served (work conserving).
+//!   When only one queue is backlogged it is served (work conserving). Our count is of
+//!   headers served since the last data packet, including headers served while the data
+//!   queue was empty; NDP's simulator advances its 10:1 cycle only while both queues are
+//!   backlogged. The two differ only in which slot of the cycle a newly backlogged data
+//!   queue starts at.
 //! - The trimmed header keeps `seq`, `flow` and the other transport fields (the receiver
 //!   needs them to NACK and pull) and keeps `DATA` with payload 0, so the runner's payload
 //!   accounting sees no bytes; its priority class becomes 0 so that downstream
