@@ -23,7 +23,7 @@
 //! flag is ignored.
 
 use crate::packet::{FlowId, NodeId, Packet, PacketFlags, PktIdx};
-use crate::queue::{self, PortRole, QueueConfig, QueueDisc};
+use crate::queue::{self, PortCtx, PortRole, QueueConfig, QueueDisc};
 use crate::topology::Topology;
 use crate::units::{Bytes, Rate, Time};
 use std::collections::VecDeque;
@@ -235,7 +235,9 @@ pub struct Network {
 }
 
 impl Network {
-    pub fn build(topo: &Topology, qcfg: &QueueConfig, salt: u64) -> Network {
+    /// The network of `topo`, every port's queue built from `qcfg`; `salt` keys the ECMP
+    /// hash, `queue_seed` the ports' random streams ([`queue::PortCtx`]).
+    pub fn build(topo: &Topology, qcfg: &QueueConfig, salt: u64, queue_seed: u64) -> Network {
         let n = topo.num_nodes();
         let mut ports = Vec::with_capacity(topo.links.len() * 2);
         let mut node_ports = vec![vec![]; n];
@@ -245,7 +247,7 @@ impl Network {
             for (a, b) in [(l.a, l.b), (l.b, l.a)] {
                 let id = ports.len() as u32;
                 let role = if topo.is_host(a) { PortRole::HostNic } else { PortRole::Switch };
-                let disc = queue::build(qcfg, role, l.rate);
+                let disc = queue::build(qcfg, &PortCtx { role, rate: l.rate, id, seed: queue_seed });
                 let ps_per_byte = match (8 * crate::units::PS_PER_S).is_multiple_of(l.rate.0) {
                     true => u32::try_from(8 * crate::units::PS_PER_S / l.rate.0).unwrap_or(0),
                     false => 0,
@@ -516,7 +518,7 @@ mod tests {
     #[test]
     fn fat_tree_paths_and_ecmp_spread() {
         let t = topology::build(&json!({"kind": "fat_tree", "k": 8})).unwrap();
-        let net = Network::build(&t, &qcfg(), 1);
+        let net = Network::build(&t, &qcfg(), 1, 0);
         // Across pods: 6 hops; same edge switch: 2 hops; same pod: 4 hops.
         assert_eq!(net.flow_path(0, 0, 64).len(), 6);
         assert_eq!(net.flow_path(0, 0, 1).len(), 2);
@@ -593,7 +595,7 @@ mod tests {
         ];
         for (spec, multipath) in topos {
             let t = topology::build(&spec).unwrap();
-            let net = Network::build(&t, &qcfg(), 7);
+            let net = Network::build(&t, &qcfg(), 7, 0);
             let mut multi = 0;
             for d in 0..t.num_hosts {
                 for u in 0..t.num_nodes() as u32 {
@@ -613,7 +615,7 @@ mod tests {
     #[test]
     fn reverse_path_packets_retrace_the_data_path_backwards() {
         let t = topology::build(&json!({"kind": "fat_tree", "k": 4})).unwrap();
-        let net = Network::build(&t, &qcfg(), 7);
+        let net = Network::build(&t, &qcfg(), 7, 0);
         for (i, p) in net.ports.iter().enumerate() {
             let r = &net.ports[Network::reverse_port(i as u32) as usize];
             assert_eq!((r.node, r.peer), (p.peer, p.node), "port {i} and its reverse share a link");
@@ -656,7 +658,7 @@ mod tests {
     #[test]
     fn memoized_flow_routes_equal_table_routes() {
         let t = topology::build(&json!({"kind": "fat_tree", "k": 4})).unwrap();
-        let mut net = Network::build(&t, &qcfg(), 7);
+        let mut net = Network::build(&t, &qcfg(), 7, 0);
         let ends: Vec<(NodeId, NodeId)> = (0..300u32).map(|f| (f % 16, (f * 7 + 5) % 16)).collect();
         net.memoize_flow_routes(&ends);
         for (flow, &(a, b)) in ends.iter().enumerate() {
@@ -680,7 +682,7 @@ mod tests {
     #[test]
     fn ideal_fct_matches_the_conventions_formula_on_equal_rates() {
         let t = topology::build(&json!({"kind": "fat_tree", "k": 4, "host_rate": "100Gbps"})).unwrap();
-        let net = Network::build(&t, &qcfg(), 1);
+        let net = Network::build(&t, &qcfg(), 1, 0);
         let path = net.flow_path(0, 0, 15);
         assert_eq!(path.len(), 6);
         // 10 full packets + one of 100 B payload: prop 6us + first pkt 6 x 120ns + rest at 100G.

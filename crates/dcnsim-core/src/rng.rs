@@ -11,6 +11,9 @@ pub mod streams {
     pub const WORKLOAD: u64 = 1;
     pub const ROUTING: u64 = 2;
     pub const TRANSPORT: u64 = 3;
+    /// Switch queue policies: the run's queue seed, from which each port derives its own
+    /// stream (`queue::PortCtx::rng`).
+    pub const QUEUE: u64 = 4;
 }
 
 #[derive(Clone, Debug)]

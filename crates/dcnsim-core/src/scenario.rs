@@ -355,6 +355,15 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             FieldError::invalid("network.trim.trim_threshold", "must be at least 1 packet", "use e.g. 8").into()
         );
     }
+    let tail_p = network.trim.tail_trim_probability;
+    if !(0.0..=1.0).contains(&tail_p) {
+        return Err(FieldError::invalid(
+            "network.trim.tail_trim_probability",
+            format!("must be a probability in [0, 1], got {tail_p}"),
+            "use 0.5 (NDP: the arriving packet or the data queue's tail, equally likely) or 0 (always the arriving packet)",
+        )
+        .into());
+    }
     if network.pfabric.buffer.0 < network.mtu.0 {
         return Err(FieldError::invalid(
             "network.pfabric.buffer",
@@ -410,7 +419,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         crossmark: network.crossmark.clone(),
         credit: credit.clone(),
     };
-    let net = Network::build(&topology, &probe_q, 0);
+    let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
     let last = topology.num_hosts - 1;
     for src in [0, last] {

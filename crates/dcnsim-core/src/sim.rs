@@ -151,7 +151,7 @@ impl<'a> Sim<'a> {
         transport: Box<dyn Transport>,
     ) -> Sim<'a> {
         let salt = sc.rng(streams::ROUTING).next_u64();
-        let mut net = Network::build(&sc.topology, &sc.queue, salt);
+        let mut net = Network::build(&sc.topology, &sc.queue, salt, sc.rng(streams::QUEUE).next_u64());
         net.memoize_flow_routes(&specs.iter().map(|f| (f.src, f.dst)).collect::<Vec<_>>());
         let mss = sc.network.mtu.0 - sc.network.header.0;
         let mut flows = Vec::with_capacity(specs.len());

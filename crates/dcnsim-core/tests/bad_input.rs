@@ -140,6 +140,19 @@ fn each_bad_input_names_its_field() {
             "network.trim.trim_threshold",
         ),
         (
+            toml_with(
+                GOOD_TOPO,
+                "protocol = \"ndp\"",
+                poisson,
+                "[network]\nqueue_policy = \"ndp_trim\"\n[network.trim]\ntail_trim_probability = 1.5",
+            ),
+            "network.trim.tail_trim_probability",
+        ),
+        (
+            toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network.trim]\ntail_trim_probability = -0.1"),
+            "network.trim.tail_trim_probability",
+        ),
+        (
             toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network.selective]\nthreshhold = 1"),
             "network.selective.threshhold",
         ),

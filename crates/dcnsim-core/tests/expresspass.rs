@@ -110,7 +110,8 @@ fn credits_alone_leave_a_port_exactly_one_credit_interval_apart() {
 #[test]
 fn credits_take_the_reverse_of_the_data_path() {
     let sc = scenario(r#"{"kind":"fat_tree","k":4,"host_rate":"10Gbps"}"#, XP, NET);
-    let net = Network::build(&sc.topology, &sc.queue, sc.rng(streams::ROUTING).next_u64());
+    let net =
+        Network::build(&sc.topology, &sc.queue, sc.rng(streams::ROUTING).next_u64(), sc.rng(streams::QUEUE).next_u64());
     for f in 0..100u32 {
         let (src, dst) = (f % 16, (5 * f + 3) % 16);
         if src == dst {

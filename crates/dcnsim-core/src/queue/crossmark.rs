@@ -15,9 +15,9 @@
 //! - adaptive (the paper's rule k = (C - C_d) x t / MSS): every period t (RPO: one RTT,
 //!   50 us) the port measures C_d, the output rate of normal (non-opportunistic) packets,
 //!   and sets k to the bytes the spare capacity carries in t. It needs the port's link rate
-//!   C, which `queue::build` does not receive today; [`CrossMark::new`] takes it as
-//!   `link_rate`, and the adaptive mode falls back to the fixed k when it is `None`. The
-//!   lead must pass the port rate (network.rs has it as `l.rate`) to enable it.
+//!   C: [`CrossMark::new`] takes it as `link_rate` (`queue::build` passes the rate of the
+//!   port's [`super::PortCtx`]), and the adaptive mode falls back to the fixed k when it is
+//!   `None`.
 //!
 //! Choices the paper leaves open, and ours:
 //! - Units: k is kept in bytes; the paper's k in packets equals k_bytes / MSS, so

@@ -9,7 +9,9 @@
 //! New policies (Aeolus selective dropping, NDP trimming, RPO cross-queue marking,
 //! pFabric priority dropping) are new modules implementing [`QueueDisc`], registered in
 //! [`build`] only. Drop causes are free-form static names, so a policy adds its own
-//! cause without editing any shared enum.
+//! cause without editing any shared enum. What a policy may know about its port (role,
+//! link rate, its own random stream) comes in one [`PortCtx`], so a policy that needs more
+//! of the port extends that context, not the network layer.
 
 pub mod credit;
 pub mod crossmark;
@@ -19,6 +21,7 @@ pub mod selective;
 pub mod trim;
 
 use crate::packet::{PacketArena, PktIdx};
+use crate::rng::Rng;
 use crate::units::{Bytes, Rate, Time};
 
 /// Drop cause: the queue's shared buffer was full.
@@ -94,6 +97,28 @@ pub enum PortRole {
     Switch,
 }
 
+/// What a queue discipline is told about the port it serves when the network is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortCtx {
+    pub role: PortRole,
+    /// The rate of the port's link.
+    pub rate: Rate,
+    /// The port's id (its index among the network's egress ports).
+    pub id: u32,
+    /// The run's queue seed, derived from the scenario seed (stream
+    /// [`crate::rng::streams::QUEUE`]); the same for every port of the run.
+    pub seed: u64,
+}
+
+impl PortCtx {
+    /// This port's own random stream: a function of the run's queue seed and the port id
+    /// only, so the draws of one port never shift another port's (nor any other
+    /// component's). Policies that decide nothing at random never call it.
+    pub fn rng(&self) -> Rng {
+        Rng::stream(self.seed, self.id as u64)
+    }
+}
+
 /// Validated queue configuration shared by every switch port.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueConfig {
@@ -163,9 +188,10 @@ impl QueuePolicyKind {
     }
 }
 
-/// Build the queue discipline of one port whose link runs at `rate`.
-pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc> {
-    match (role, &cfg.policy) {
+/// Build the queue discipline of the port described by `port`.
+pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
+    let rate = port.rate;
+    match (port.role, &cfg.policy) {
         // ExpressPass throttles credits at every link, the receiver's own uplink included:
         // its NIC is the only place where the credits of all the flows it receives (whose
         // data will share its downlink) pass together. The NIC's data buffer stays
@@ -189,7 +215,9 @@ pub fn build(cfg: &QueueConfig, role: PortRole, rate: Rate) -> Box<dyn QueueDisc
             &cfg.ecn_k,
             cfg.ecn_per_port,
         )),
-        (PortRole::Switch, QueuePolicyKind::NdpTrim) => Box::new(trim::NdpTrim::new(cfg.buffer, &cfg.trim)),
+        (PortRole::Switch, QueuePolicyKind::NdpTrim) => {
+            Box::new(trim::NdpTrim::new(cfg.buffer, &cfg.trim).with_rng(port.rng()))
+        }
         (PortRole::Switch, QueuePolicyKind::PFabric) => Box::new(pfabric::PFabric::new(&cfg.pfabric)),
         (PortRole::Switch, QueuePolicyKind::CrossMark) => Box::new(crossmark::CrossMark::new(
             cfg.buffer,

@@ -104,6 +104,10 @@ impl ClassQueues {
         }
         Some((idx, sz))
     }
+    /// The most recently queued packet of class `c`: (packet, wire size).
+    pub fn back_class(&self, c: usize) -> Option<(PktIdx, u32)> {
+        self.slots[c].queue.back().copied()
+    }
     /// Remove the most recently queued packet of class `c`: (packet, wire size).
     pub fn pop_back_class(&mut self, c: usize) -> Option<(PktIdx, u32)> {
         let slot = &mut self.slots[c];

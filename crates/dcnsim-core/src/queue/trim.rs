@@ -19,21 +19,41 @@
 //!   a queue of small packets (a workload of tiny RPCs, or the short last packets of flows)
 //!   holds more of them than eight. The shared per-port byte buffer also applies: a data
 //!   packet that would overflow it is trimmed as well.
-//! - Which packet is trimmed: always the arriving one. NDP trims the arriving packet or the
-//!   tail of the data queue with equal probability to break phase effects; that needs a
-//!   per-port random stream the `queue::build` interface does not provide, so we do not
-//!   implement it (a deterministic coin keyed on packet fields would be a possible
-//!   extension).
+//! - Which packet is trimmed (NDP §3.1: a switch that always trimmed the arriving packet
+//!   would let periodic senders lock into phase with the queue and be trimmed every time,
+//!   so the NDP switch trims either the arriving packet or the packet at the tail of the
+//!   data queue, with equal probability; NDP's own simulator, htsim, draws the coin on
+//!   every data packet that finds the data queue full). The probability of trimming the
+//!   tail is `tail_trim_probability` (default 0.5, NDP's; 0 = always the arriving packet,
+//!   the rule before this option existed). The coin comes from the port's own random
+//!   stream ([`super::PortCtx::rng`], derived from the scenario seed and the port id), drawn
+//!   once per trimmable packet that finds the data queue full, so runs stay deterministic.
+//!   When the tail is chosen it leaves the data queue, is cut to a header and joins the
+//!   header queue's tail (as an arriving header would, served ahead of the data it was
+//!   queued behind), and the arriving packet takes its place at the data queue's tail.
+//!   The tail is trimmed only if that makes room for the arriving packet (in the data
+//!   queue and in the port buffer, which gains the tail's payload back) and the tail is
+//!   itself trimmable; otherwise the arriving packet is trimmed whatever the coin said.
+//!   htsim assumes equal-sized packets, where one tail always makes room; with a byte
+//!   threshold a short tail (a flow's last packet) can free less than a full arrival needs,
+//!   and we then trim only the arriving packet rather than several queued ones.
 //! - Header queue full: the header queue has no separate limit; it shares the port buffer
 //!   with the data queue. A header or control packet that does not fit in the remaining
 //!   buffer is dropped with cause `header_overflow` (NDP drops headers only in this
-//!   pathological case; the sender then relies on its timeout).
+//!   pathological case; the sender then relies on its timeout). NDP's own simulator differs
+//!   here in two ways we do not model: it caps the header queue separately (at the data
+//!   queue's byte size), and it returns an overflowing header to its sender
+//!   ("return-to-sender") instead of dropping it when the packet carries a reverse route.
 //! - Non-trimmable data (no `TRIMMABLE` flag) finding the data queue full is dropped with
 //!   the ordinary `buffer_overflow` cause.
 //! - Weighted round-robin: when both queues are backlogged, up to `header_weight` headers
 //!   are served for every data packet (counted in packets; default 10, the ratio the
 //!   original NDP simulator uses). `header_weight = 0` means strict priority for headers.
-//!   When only one queue is backlogged it is served (work conserving).
+//!   When only one queue is backlogged it is served (work conserving). Our count is of
+//!   headers served since the last data packet, including headers served while the data
+//!   queue was empty; NDP's simulator advances its 10:1 cycle only while both queues are
+//!   backlogged. The two differ only in which slot of the cycle a newly backlogged data
+//!   queue starts at.
 //! - The trimmed header keeps `seq`, `flow` and the other transport fields (the receiver
 //!   needs them to NACK and pull) and keeps `DATA` with payload 0, so the runner's payload
 //!   accounting sees no bytes; its priority class becomes 0 so that downstream
@@ -46,7 +66,8 @@
 
 use super::priority::ClassQueues;
 use super::{PortEffects, QueueDisc, DROP_OVERFLOW};
-use crate::packet::{PacketArena, PacketFlags, PktIdx};
+use crate::packet::{Packet, PacketArena, PacketFlags, PktIdx};
+use crate::rng::Rng;
 use crate::units::{Bytes, Time};
 
 /// Drop cause: a header or control packet found the port buffer full.
@@ -56,7 +77,7 @@ const HDR: usize = 0;
 const DATA: usize = 1;
 
 /// NDP trimming parameters.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrimConfig {
     /// Data-queue capacity in packets before trimming starts (NDP: 8 packets).
@@ -69,11 +90,21 @@ pub struct TrimConfig {
     pub mtu: Bytes,
     /// Headers served per data packet when both queues are backlogged (0: strict priority).
     pub header_weight: u32,
+    /// Probability that a trimmable data packet finding the data queue full has the data
+    /// queue's tail trimmed instead of itself (NDP's phase-effect breaking: 0.5; 0 = always
+    /// trim the arriving packet).
+    pub tail_trim_probability: f64,
 }
 
 impl Default for TrimConfig {
     fn default() -> Self {
-        TrimConfig { trim_threshold: 8, header_size: Bytes(64), mtu: Bytes(1500), header_weight: 10 }
+        TrimConfig {
+            trim_threshold: 8,
+            header_size: Bytes(64),
+            mtu: Bytes(1500),
+            header_weight: 10,
+            tail_trim_probability: 0.5,
+        }
     }
 }
 
@@ -88,9 +119,15 @@ pub struct NdpTrim {
     weight: u32,
     /// Headers served since the last data packet.
     run: u32,
+    /// Probability of trimming the data queue's tail instead of the arriving packet.
+    tail_p: f64,
+    /// The port's coin for that choice.
+    rng: Rng,
 }
 
 impl NdpTrim {
+    /// A port with `cfg`'s parameters; its coin is seeded with 0 until [`NdpTrim::with_rng`]
+    /// gives it the port's own stream (as [`super::build`] does).
     pub fn new(buffer: Bytes, cfg: &TrimConfig) -> Self {
         NdpTrim {
             q: ClassQueues::new(2),
@@ -99,7 +136,44 @@ impl NdpTrim {
             header_size: cfg.header_size.0.min(u32::MAX as u64) as u32,
             weight: cfg.header_weight,
             run: 0,
+            tail_p: cfg.tail_trim_probability,
+            rng: Rng::new(0),
         }
+    }
+    /// Draw the tail-or-arrival coin from `rng` (the port's own stream).
+    pub fn with_rng(mut self, rng: Rng) -> Self {
+        self.rng = rng;
+        self
+    }
+    /// Cut `p` to a header of at most `header_size` bytes (class 0, `TRIMMED`).
+    #[inline]
+    fn cut(p: &mut Packet, header_size: u32) {
+        p.size = header_size.min(p.size);
+        p.payload = 0;
+        p.prio = 0;
+        p.flags.set(PacketFlags::TRIMMED);
+    }
+    /// Trim the data queue's tail to make room for an arriving data packet of `size` bytes,
+    /// if the tail is trimmable and removing its payload makes room; its header joins the
+    /// header queue. Returns whether it did.
+    fn trim_tail(&mut self, size: u64, pkts: &mut PacketArena) -> bool {
+        let Some((tail, tail_size)) = self.q.back_class(DATA) else {
+            return false;
+        };
+        let t = pkts.get_mut(tail);
+        let tail_size = tail_size as u64;
+        let hdr = (self.header_size as u64).min(tail_size);
+        if !t.flags.has(PacketFlags::TRIMMABLE)
+            || self.q.class_bytes(DATA) - tail_size + size > self.data_limit
+            || self.q.total() - tail_size + hdr + size > self.buffer
+        {
+            return false;
+        }
+        Self::cut(t, self.header_size);
+        debug_assert_eq!(t.size as u64, hdr);
+        self.q.pop_back_class(DATA);
+        self.q.push_back(HDR, tail, hdr);
+        true
     }
     /// Packets waiting in the data queue.
     pub fn data_len(&self) -> usize {
@@ -126,13 +200,17 @@ impl QueueDisc for NdpTrim {
                 fx.drops.push((idx, DROP_OVERFLOW));
                 return;
             }
-            // Cut the payload; the header joins the header queue below.
-            p.size = self.header_size.min(p.size);
-            p.payload = 0;
-            p.prio = 0;
-            p.flags.set(PacketFlags::TRIMMED);
             fx.trims += 1;
+            // NDP's coin: trim the data queue's tail and queue the arriving packet instead.
+            if self.tail_p > 0.0 && self.rng.f64() < self.tail_p && self.trim_tail(size, pkts) {
+                self.q.push_back(DATA, idx, size);
+                return;
+            }
+            // Cut the arriving packet's payload; the header joins the header queue below.
+            let p = pkts.get_mut(idx);
+            Self::cut(p, self.header_size);
         }
+        let p = pkts.get(idx);
         let size = p.size as u64;
         if self.q.total() + size > self.buffer {
             fx.drops.push((idx, DROP_HEADER_OVERFLOW));
@@ -171,7 +249,7 @@ impl QueueDisc for NdpTrim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Packet;
+    use crate::queue::PortCtx;
 
     fn data(a: &mut PacketArena, seq: u64, trimmable: bool) -> PktIdx {
         let mut flags = PacketFlags(PacketFlags::DATA);
@@ -185,10 +263,15 @@ mod tests {
         a.alloc(Packet { size: 64, prio: 0, ..Default::default() })
     }
 
+    /// NDP's rules with the coin fixed: `p` = probability of trimming the tail.
+    fn cfg_tail(p: f64) -> TrimConfig {
+        TrimConfig { tail_trim_probability: p, ..Default::default() }
+    }
+
     #[test]
     fn packet_above_threshold_is_trimmed_and_served_before_queued_data() {
         let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(200_000), &TrimConfig::default());
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(0.0));
         let mut fx = PortEffects::default();
         let queued: Vec<_> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
         for &i in &queued {
@@ -217,7 +300,7 @@ mod tests {
         // 8 x 1500 B = 12,000 B of data queue: 53 packets of 225 B (a one-packet RPC of
         // 185 B of payload) fit, the 54th is trimmed; a full packet then finds too little room.
         let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(200_000), &TrimConfig::default());
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(0.0));
         let mut fx = PortEffects::default();
         let small = |a: &mut PacketArena, seq| {
             let flags = PacketFlags(PacketFlags::DATA | PacketFlags::TRIMMABLE);
@@ -260,7 +343,7 @@ mod tests {
         // Buffer 3064 B: two data packets fill the data queue (threshold 2); the first
         // trimmed header (64 B) fits exactly, the second does not.
         let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(3064), &TrimConfig { trim_threshold: 2, ..Default::default() });
+        let mut q = NdpTrim::new(Bytes(3064), &TrimConfig { trim_threshold: 2, ..cfg_tail(0.0) });
         let mut fx = PortEffects::default();
         let ids: Vec<_> = (0..4).map(|i| data(&mut a, i * 1460, true)).collect();
         for &i in &ids {
@@ -299,5 +382,218 @@ mod tests {
         }
         let order: Vec<_> = std::iter::from_fn(|| q.dequeue(Time(0), &mut a).map(|x| x.0)).collect();
         assert_eq!(order.last(), Some(&d));
+    }
+
+    /// The header queue's packets then the data queue's, in service order, with sizes.
+    fn drain(q: &mut NdpTrim, a: &mut PacketArena) -> Vec<(PktIdx, u32)> {
+        std::iter::from_fn(|| q.dequeue(Time(0), a)).collect()
+    }
+
+    #[test]
+    fn coin_on_tail_trims_the_queued_tail_and_queues_the_arrival() {
+        // Coin forced to "tail": the 8th queued packet becomes the header (served first),
+        // the arriving 9th joins the data queue in its place; bytes are conserved.
+        let mut a = PacketArena::new();
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(1.0));
+        let mut fx = PortEffects::default();
+        let queued: Vec<_> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
+        for &i in &queued {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        let ninth = data(&mut a, 8 * 1460, true);
+        q.enqueue(Time(0), ninth, &mut a, &mut fx);
+        assert_eq!(fx.trims, 1);
+        assert!(fx.drops.is_empty());
+        let tail = queued[7];
+        let h = a.get(tail);
+        assert!(h.flags.has(PacketFlags::TRIMMED) && h.flags.has(PacketFlags::DATA));
+        assert_eq!((h.size, h.payload, h.prio, h.seq), (64, 0, 0, 7 * 1460));
+        let n = a.get(ninth);
+        assert!(!n.flags.has(PacketFlags::TRIMMED));
+        assert_eq!((n.size, n.payload, n.prio), (1500, 1460, 3));
+        // Accounting: 8 full packets in the data queue, one header in the header queue.
+        assert_eq!((q.data_len(), q.header_len()), (8, 1));
+        assert_eq!(q.queue_bytes(0), Bytes(64));
+        assert_eq!(q.queue_bytes(1), Bytes(8 * 1500));
+        assert_eq!(q.bytes(), Bytes(8 * 1500 + 64));
+        let mut want = vec![(tail, 64)];
+        want.extend(queued[..7].iter().map(|&i| (i, 1500)));
+        want.push((ninth, 1500));
+        assert_eq!(drain(&mut q, &mut a), want);
+        assert_eq!((q.bytes(), q.queue_bytes(0), q.queue_bytes(1)), (Bytes(0), Bytes(0), Bytes(0)));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn tail_is_trimmed_only_when_that_makes_room() {
+        // Coin forced to "tail", but the tail cannot be trimmed in its place:
+        // (a) a 225 B tail frees too little for a 1500 B arrival;
+        // (b) a non-trimmable tail;
+        // (c) the port buffer (not the data queue) is the limit and one tail's payload is
+        //     not enough room. Each time the arriving packet is trimmed instead.
+        let small = |a: &mut PacketArena, seq| {
+            let flags = PacketFlags(PacketFlags::DATA | PacketFlags::TRIMMABLE);
+            a.alloc(Packet { size: 225, payload: 185, prio: 3, seq, flags, ..Default::default() })
+        };
+        // (a) 7 full packets + 6 small ones: 10,500 + 1,350 = 11,850 B; a full arrival needs 1500.
+        let mut a = PacketArena::new();
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(1.0));
+        let mut fx = PortEffects::default();
+        for i in 0..7 {
+            let p = data(&mut a, i, true);
+            q.enqueue(Time(0), p, &mut a, &mut fx);
+        }
+        let smalls: Vec<_> = (0..6).map(|i| small(&mut a, 100 + i)).collect();
+        for &p in &smalls {
+            q.enqueue(Time(0), p, &mut a, &mut fx);
+        }
+        assert_eq!(fx.trims, 0);
+        let full = data(&mut a, 7, true);
+        q.enqueue(Time(0), full, &mut a, &mut fx);
+        assert_eq!(fx.trims, 1);
+        assert!(a.get(full).flags.has(PacketFlags::TRIMMED));
+        assert!(!a.get(smalls[5]).flags.has(PacketFlags::TRIMMED));
+        assert_eq!(q.queue_bytes(1), Bytes(7 * 1500 + 6 * 225));
+        // A small arrival fits once the small tail is trimmed.
+        let s = small(&mut a, 106);
+        q.enqueue(Time(0), s, &mut a, &mut fx);
+        assert_eq!(fx.trims, 2);
+        assert!(a.get(smalls[5]).flags.has(PacketFlags::TRIMMED) && !a.get(s).flags.has(PacketFlags::TRIMMED));
+        assert_eq!(q.queue_bytes(1), Bytes(7 * 1500 + 6 * 225));
+        assert_eq!(q.queue_bytes(0), Bytes(2 * 64));
+
+        // (b) a non-trimmable tail stays; the trimmable arrival is cut.
+        let mut a = PacketArena::new();
+        let mut q = NdpTrim::new(Bytes(200_000), &TrimConfig { trim_threshold: 1, ..cfg_tail(1.0) });
+        let mut fx = PortEffects::default();
+        let keep = data(&mut a, 0, false);
+        let arr = data(&mut a, 1460, true);
+        q.enqueue(Time(0), keep, &mut a, &mut fx);
+        q.enqueue(Time(0), arr, &mut a, &mut fx);
+        assert_eq!(fx.trims, 1);
+        assert!(!a.get(keep).flags.has(PacketFlags::TRIMMED) && a.get(arr).flags.has(PacketFlags::TRIMMED));
+        assert_eq!(drain(&mut q, &mut a), vec![(arr, 64), (keep, 1500)]);
+
+        // (c) buffer 3,000 B: two full packets fill it (threshold 8); trimming the tail
+        // would leave 1,500 + 64 + 1,500 > 3,000, so the arrival is cut (its header then
+        // finds no room either: header_overflow, as without the coin).
+        let mut a = PacketArena::new();
+        let mut q = NdpTrim::new(Bytes(3_000), &cfg_tail(1.0));
+        let mut fx = PortEffects::default();
+        let ids: Vec<_> = (0..3).map(|i| data(&mut a, i * 1460, true)).collect();
+        for &i in &ids {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(fx.trims, 1);
+        assert_eq!(fx.drops, vec![(ids[2], DROP_HEADER_OVERFLOW)]);
+        assert!(!a.get(ids[1]).flags.has(PacketFlags::TRIMMED));
+        assert_eq!(q.bytes(), Bytes(3_000));
+    }
+
+    /// Offer `n` full trimmable packets to a port whose data queue is kept full, draining the
+    /// header after each; returns, per arrival, whether the queued tail (true) or the
+    /// arriving packet (false) was trimmed, checking the byte accounting as it goes.
+    fn choices(port: &PortCtx, cfg: &TrimConfig, n: usize) -> Vec<bool> {
+        let mut a = PacketArena::new();
+        // Headers strictly first, so that each dequeue below takes the one header.
+        let cfg = TrimConfig { header_weight: 0, ..cfg.clone() };
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port.rng());
+        let mut fx = PortEffects::default();
+        let mut fifo: std::collections::VecDeque<PktIdx> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
+        for &i in &fifo {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        let mut out = Vec::with_capacity(n);
+        for k in 0..n {
+            let arr = data(&mut a, (8 + k as u64) * 1460, true);
+            let tail = *fifo.back().unwrap();
+            q.enqueue(Time(0), arr, &mut a, &mut fx);
+            let tail_trimmed = a.get(tail).flags.has(PacketFlags::TRIMMED);
+            assert_ne!(tail_trimmed, a.get(arr).flags.has(PacketFlags::TRIMMED), "exactly one is trimmed");
+            assert_eq!((q.data_len(), q.header_len(), q.bytes()), (8, 1, Bytes(8 * 1500 + 64)));
+            let h = q.dequeue(Time(0), &mut a).unwrap();
+            if tail_trimmed {
+                assert_eq!(h, (tail, 64));
+                fifo.pop_back();
+                fifo.push_back(arr);
+                a.free(tail);
+            } else {
+                assert_eq!(h, (arr, 64));
+                a.free(arr);
+            }
+            out.push(tail_trimmed);
+        }
+        assert_eq!(fx.trims, n as u64);
+        assert!(fx.drops.is_empty());
+        out
+    }
+
+    fn port(id: u32, seed: u64) -> PortCtx {
+        PortCtx { role: super::super::PortRole::Switch, rate: crate::units::Rate(100_000_000_000), id, seed }
+    }
+
+    #[test]
+    fn coin_splits_tail_and_arrival_evenly() {
+        // n = 20,000 fair coins: the tail count is Binomial(n, 1/2), standard deviation
+        // sqrt(n)/2 = 70.7; the bound is 5 standard deviations (two-sided p < 1e-6).
+        let n = 20_000;
+        for seed in [1, 2, 3] {
+            let tails = choices(&port(5, seed), &TrimConfig::default(), n).iter().filter(|&&t| t).count();
+            let sd = (n as f64).sqrt() / 2.0;
+            assert!((tails as f64 - n as f64 / 2.0).abs() < 5.0 * sd, "seed {seed}: {tails} tails of {n}");
+        }
+        // Probability 0: never the tail (the arriving-only rule); 1: always the tail.
+        assert!(choices(&port(5, 1), &cfg_tail(0.0), 1000).iter().all(|&t| !t));
+        assert!(choices(&port(5, 1), &cfg_tail(1.0), 1000).iter().all(|&t| t));
+    }
+
+    #[test]
+    fn same_seed_same_choices_other_ports_other_streams() {
+        let cfg = TrimConfig { header_weight: 0, ..Default::default() };
+        let a = choices(&port(3, 42), &cfg, 256);
+        assert_eq!(a, choices(&port(3, 42), &cfg, 256));
+        // Another port of the same run, or the same port under another seed: another
+        // sequence (equal by chance with probability 2^-256).
+        assert_ne!(a, choices(&port(4, 42), &cfg, 256));
+        assert_ne!(a, choices(&port(3, 43), &cfg, 256));
+        // The queue built by `queue::build` draws from its port's stream.
+        let qcfg = crate::queue::QueueConfig {
+            policy: crate::queue::QueuePolicyKind::NdpTrim,
+            buffer: Bytes(200_000),
+            classes: 2,
+            ecn_k: vec![None; 2],
+            ecn_per_port: false,
+            ecn_port_classes: vec![],
+            class_buffer: vec![],
+            pushout_classes: vec![],
+            selective: Default::default(),
+            trim: cfg.clone(),
+            pfabric: Default::default(),
+            crossmark: Default::default(),
+            credit: Default::default(),
+        };
+        let mut built = crate::queue::build(&qcfg, &port(3, 42));
+        let mut direct = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port(3, 42).rng());
+        let mut arena = PacketArena::new();
+        let mut fx = PortEffects::default();
+        for q in [&mut *built as &mut dyn QueueDisc, &mut direct as &mut dyn QueueDisc] {
+            for i in 0..8 {
+                let p = data(&mut arena, i, true);
+                q.enqueue(Time(0), p, &mut arena, &mut fx);
+            }
+        }
+        let mut seq = (vec![], vec![]);
+        for k in 0..64 {
+            for (q, out) in
+                [(&mut *built as &mut dyn QueueDisc, &mut seq.0), (&mut direct as &mut dyn QueueDisc, &mut seq.1)]
+            {
+                let p = data(&mut arena, 100 + k, true);
+                q.enqueue(Time(0), p, &mut arena, &mut fx);
+                out.push(arena.get(p).flags.has(PacketFlags::TRIMMED));
+                q.dequeue(Time(0), &mut arena);
+            }
+        }
+        assert_eq!(seq.0, seq.1);
+        assert!(seq.0.contains(&true) && seq.0.contains(&false));
     }
 }
