@@ -73,13 +73,15 @@ def test_aeolus_fig22_reduced_probe_recovers_tail_losses(tmp_path: Path) -> None
     """Aeolus with and without the probe (Fig. 22). With the probe, a lost tail of the
     unscheduled burst is found when the probe's ACK returns, so no small flow waits for the
     transport's timeout (ExpressPass 10 ms, NDP 1 ms). Without it, a flow whose last
-    unscheduled packets were all dropped has nothing left to reveal the loss (the ExpressPass
-    receiver withholds credits for packets it still expects unscheduled; an NDP receiver
-    sends a PULL only per packet it receives), so some small flows wait the whole timeout.
-    With the Aeolus paper's ExpressPass receiver (`credit_from_request`), credits flow from the
-    request on whatever the receiver expects, and the sender spends them on unacknowledged
-    unscheduled packets once no new data is left: no small flow waits for the timeout, with
-    or without the probe (the paper's "both schemes achieve very similar performance")."""
+    unscheduled packets were all dropped has nothing left to reveal the loss (the accounting
+    ExpressPass receiver, `credit_from_request = false` in rows `xpass_aeolus` and
+    `xpass_aeolus_noprobe`, withholds credits for packets it still expects unscheduled; an
+    NDP receiver sends a PULL only per packet it receives), so some small flows wait the
+    whole timeout. With the Aeolus paper's ExpressPass receiver (`credit_from_request`, the
+    default; rows `xpass_aeolus_cfr*`), credits flow from the request on whatever the
+    receiver expects, and the sender spends them on unacknowledged unscheduled packets once
+    no new data is left: no small flow waits for the timeout, with or without the probe (the
+    paper's "both schemes achieve very similar performance")."""
     runs = {v: r for (v, _), r in _run("aeolus_fig22_probe", tmp_path).items()}
     assert len(runs) == 6
     for v, r in runs.items():

@@ -57,8 +57,11 @@
 //!   moment (after the last packet actually sent unscheduled), not skipped.
 //! - With per-packet spraying the FIFO premise fails: a reordered packet is declared lost
 //!   and resent once needlessly (harmless duplicate). Aeolus assumes one path per flow.
-//! - Fig. 22's "without probe" variant is [`AeolusConfig::probe`] = false: tail losses
-//!   then wait for the transport's timeout; losses in the middle are still found by SACK.
+//! - Fig. 22's "without probe" variant is [`AeolusConfig::probe`] = false: losses in the
+//!   middle are still found by SACK; tail losses are repaired only if the transport keeps
+//!   granting the flow, which spends a credit on an unacknowledged packet once no new data
+//!   is left (ExpressPass with its default receiver, `credit_from_request`), otherwise they
+//!   wait for the transport's timeout.
 //!
 //! Per-packet work is O(1) amortized; state is two bytes per unscheduled packet.
 

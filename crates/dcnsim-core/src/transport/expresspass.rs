@@ -74,7 +74,7 @@
 //! | `unsched_bytes` | one BDP (fastest host rate x largest base RTT) | unscheduled bytes a flow may send before its first credit (Aeolus §III-A) |
 //! | `rto` | 10 ms | Aeolus: a receiver waiting for unscheduled packets credits them after this long without progress; without `nack`, the recovery of every loss (Aeolus §V-E: ExpressPass's 10 ms) |
 //! | `nack` | true | a CREDIT_STOP that finds data missing is answered by NACKs; false: losses wait for `rto` (the Aeolus authors' ExpressPass, §V-E) |
-//! | `credit_from_request` | false | Aeolus: the receiver credits every flow from its request on, also for bytes still expected unscheduled (the Aeolus paper's reading, §IV-B, §V-E); false: "Receiver accounting" below |
+//! | `credit_from_request` | true | Aeolus: the receiver credits every flow from its request on, also for bytes still expected unscheduled (the Aeolus paper's receiver, §IV-B, §V-E); false: the accounting receiver ("Receiver accounting" below) |
 //!
 //! # Choices where the paper leaves room
 //! - **Update period.** "Per update period (RTT)": the RTT is measured from each credit's
@@ -149,22 +149,26 @@
 //! - **Retransmission** (§III-C): each credit sends, in this order, a loss-detected
 //!   unscheduled packet (once), a NACKed packet, new data, a sent but unacknowledged
 //!   unscheduled packet (once). Retransmissions are scheduled packets (echo the credit).
-//! - **Receiver accounting.** The receiver credits only for packets that will not come
-//!   unscheduled: it stops (pauses) its pacer while every missing packet is an unscheduled
-//!   one still on its way, and resumes it when a packet is declared lost, when the probe
-//!   or a scheduled packet (whose `rank` carries the number of packets the sender actually
-//!   sent unscheduled) shows that fewer went unscheduled than planned, or when a
-//!   CREDIT_STOP finds data missing. So a flow of at most one BDP that loses nothing gets no
-//!   credit at all, and a larger one gets credits from its request on (for the bytes beyond
-//!   the burst). When it holds every byte the receiver stops crediting (§IV-B: "back to
-//!   RECEIVER_LISTENING when all the data are received"), without waiting for CREDIT_STOP.
-//! - **`credit_from_request = true`** (the Aeolus paper's receiver, see the choices below):
-//!   no accounting; the receiver credits every flow from its request on, at the credit
-//!   loop's rate, until it holds every byte or CREDIT_STOP ends it. The sender is unchanged:
-//!   a credit goes to a loss-detected unscheduled packet, a NACKed one, new data, an
-//!   unacknowledged unscheduled packet (each resent once), or is wasted; the CREDIT_STOP
-//!   behind the last of them lets the receiver NACK what is still missing. So a tail lost
+//! - **Receiver (the default, `credit_from_request = true`; the Aeolus paper's):** the
+//!   receiver credits every flow from its request (or first unscheduled packet, or probe)
+//!   on, at the credit loop's rate, until it holds every byte (§IV-B: "back to
+//!   RECEIVER_LISTENING when all the data are received") or CREDIT_STOP ends it. The first
+//!   credit leaves when the request arrives, ahead of the data behind it. So the first
+//!   credit ends the burst of any flow longer than the request/credit round trip of its path
+//!   (see the choices below), and a credit that finds no loss and no new data resends an
+//!   unacknowledged unscheduled packet, even one whose ACK is on its way; the CREDIT_STOP
+//!   behind the last packet lets the receiver NACK what is still missing. A tail lost
 //!   without the probe is resent on the flow's first credits instead of after `rto`.
+//! - **Receiver accounting** (`credit_from_request = false`, our earlier receiver, kept as
+//!   an option): the receiver credits only for packets that will not come unscheduled: it
+//!   stops (pauses) its pacer while every missing packet is an unscheduled one still on its
+//!   way, and resumes it when a packet is declared lost, when the probe or a scheduled
+//!   packet (whose `rank` carries the number of packets the sender actually sent
+//!   unscheduled) shows that fewer went unscheduled than planned, or when a CREDIT_STOP
+//!   finds data missing. So a flow of at most one BDP that loses nothing gets no credit at
+//!   all (its burst is never cut, nothing is resent), and a larger one gets credits from its
+//!   request on (for the bytes beyond the burst). When it holds every byte the receiver
+//!   stops crediting, without waiting for CREDIT_STOP.
 //! - **Last resort** (`rto`): a receiver that waits for unscheduled packets and sees no
 //!   progress for `rto` stops waiting and credits every missing packet (one timeout in
 //!   `FlowStats`); this covers a lost probe together with the tail, and, in `low_priority`
@@ -177,35 +181,53 @@
 //!
 //! Choices where the Aeolus paper leaves room (besides those of [`super::aeolus`]):
 //! - The request leaves before the first unscheduled packet (Fig. 9: the sender enters the
-//!   pre-credit state after sending the request); alone, a flow of at most one BDP finishes
-//!   in its ideal FCT plus one 64 B serialization.
+//!   pre-credit state after sending the request); alone, a flow sent before its first credit
+//!   returns (with `credit_from_request = false`: any flow of at most one BDP) finishes in
+//!   its ideal FCT plus one 64 B serialization.
 //! - One BDP = the fastest host rate x the largest base RTT, rounded up to whole packets;
 //!   a flow on a shorter path stops earlier only if a credit arrives first.
-//! - The paper's ExpressPass receiver credits every flow from its request on ("the
-//!   proactive control logic follows its original processing logic") and lets the sender's
-//!   CREDIT_STOP end it; §V-E relies on it for Fig. 22: without the probe "the credits will
-//!   be used either to transmit unsent new data or to retransmit unacknowledged unscheduled
-//!   packets (in the case there is no new data to send)", so "both schemes achieve very
-//!   similar performance". `credit_from_request = true` is that receiver. The default
-//!   (false) keeps our earlier receiver, which accounts for bytes already on their way
-//!   unscheduled (crediting them wastes credits or triggers needless class-3 resends): it
-//!   is not the paper's reading, and without the probe a flow of at most one BDP whose tail
-//!   was dropped waits for `rto` (repro/aeolus_fig22_probe, full size: small-flow p99 FCT
-//!   10,018 us vs 140 us with `credit_from_request`; average slowdown with / without the
-//!   probe 4.06 / 83.8 vs 3.56 / 3.59). It stays the default because (1) the other
-//!   ExpressPass+Aeolus reproductions (Fig. 11-13, Fig. 20, Fig. 21, Tables VI-VII) have
-//!   not been rerun at full size with the paper's receiver (one Fig. 11-13 point, web
-//!   server at load 0.0844, moved little: small-flow avg / p99 FCT 45.9 / 137 us ->
-//!   46.6 / 135 us, transfer efficiency 0.689 -> 0.658), and (2) with it as the default two
-//!   assertions of `tests/expresspass_aeolus.rs` fail: an uncontended flow of at most one
-//!   BDP still finishes in its ideal FCT but resends a packet (the first credit overtakes
-//!   the last ACK, so an unacknowledged packet is resent: 100 B of a 100 B flow), and the
-//!   share of small flows finishing in their first RTT falls to 0.743 (bound 0.8; our
-//!   reading, not traced flow by flow: credits now reach flows of at most one BDP whose
-//!   burst still waits at a busy NIC, and the first credit ends the burst, so the rest goes
-//!   at the credit rate). The reduced
-//!   reproduction tests (`tests/python/test_repro_aeolus_*.py`) all pass with it, except
-//!   Fig. 22's assertion that the default receiver without the probe waits for `rto`.
+//! - **The receiver credits every flow from its request on** (`credit_from_request`, the
+//!   default): "as for the proactive control logic, it follows its original processing
+//!   logic without any modification" (§IV-B), the receiver enters RECEIVER_CREDIT_SENDING on
+//!   the request (Fig. 9), and §V-E relies on it for Fig. 22: without the probe "the credits
+//!   will be used either to transmit unsent new data or to retransmit unacknowledged
+//!   unscheduled packets (in the case there is no new data to send)", so "both schemes
+//!   achieve very similar performance". Our earlier receiver (`false`) accounts for bytes
+//!   already on their way unscheduled; it is not the paper's reading, and without the probe
+//!   a flow of at most one BDP whose tail was dropped waits for `rto`
+//!   (repro/aeolus_fig22_probe, full size: small-flow p99 FCT 10,018 us vs 140 us with the
+//!   paper's receiver).
+//! - **A credit that precedes the ACK resends the packet** (measured, and decided from the
+//!   paper's text): the request leaves ahead of the unscheduled packets and is shorter, so
+//!   the first credit leaves the receiver before the first data packet arrives and reaches
+//!   the sender before its ACK (on 10 Gbps, 1 us links: 168 ns before the ACK of a 100 B
+//!   flow; 2.3 us before that of a full packet, before the packet itself reaches the
+//!   receiver). Not a same-instant tie: the credit is sent first. The sender then has no
+//!   loss-detected packet and no new data, and the packet is "sent but unacknowledged":
+//!   §III-C resends it, last in its order "to avoid redundant retransmissions", i.e. the
+//!   paper accepts the redundancy when there is nothing else to send, and §V-E counts it as
+//!   using the credit ("no wastage of credit"): the credit reserved that slot anyway. Nothing
+//!   in the paper makes the sender wait (for the probe ACK, or one RTT after sending) before
+//!   such a resend, so we do not; each unscheduled packet is resent at most once. Cost: one
+//!   redundant packet per credit that reaches a sender with nothing new before its ACKs
+//!   (an uncontended flow sent entirely before its first credit resends exactly its first
+//!   packet; transfer efficiency counts it), no FCT cost. Unit test
+//!   `by_default_a_credit_sent_before_the_data_arrived_resends_the_unacknowledged_packet`.
+//! - **The first credit ends the burst** also when it returns before one BDP is out (§III-A:
+//!   "exit the pre-credit state immediately even it has not yet sent out all unscheduled
+//!   packets"). One BDP is sized on the largest base RTT, which counts an MTU
+//!   store-and-forward per hop, while the request/credit round trip of small packets on a
+//!   path is about its two one-way propagations: on a short path (same rack) or a slow link
+//!   the credit returns well before one BDP is out, and the rest of the flow goes on credits
+//!   paced from 1/16 of the link. Measured in `tests/expresspass_aeolus.rs` (16-host 100G
+//!   leaf-spine, 1 us links, flows of U[1 KB, 106 KB] at 5% load): 49 of 300 flows were cut
+//!   so, 40 of them missed their first RTT; the share finishing in it fell from 0.850
+//!   (accounting receiver) to 0.743, while among the 252 flows that fit in their credit
+//!   round trip it went from 0.853 to 0.841. In the paper's 100G fat tree (5 us host links,
+//!   4 us switch links) the shortest round trip, within a ToR, has 20 us of propagation
+//!   (about 240 KB at 100 Gbps): every 0-100 KB flow fits there, and only larger flows are
+//!   cut (repro/aeolus_xpass_fig11_13: the small-flow first-RTT shares moved by at most
+//!   1.2 points).
 //! - The unscheduled packets' NIC pacing (one at a time on NIC idle) is our reading of
 //!   "line rate" on a host that also sends scheduled packets and credits.
 //!
@@ -499,7 +521,7 @@ impl ExpressPassConfig {
             unsched_prio,
             rto: pos_time("rto", self.rto)?.unwrap_or(Time::ms(10)),
             nack: self.nack.unwrap_or(true),
-            credit_from_request: self.credit_from_request.unwrap_or(false),
+            credit_from_request: self.credit_from_request.unwrap_or(true),
         })
     }
 }
@@ -1927,13 +1949,14 @@ mod tests {
         assert!(drain(&mut p, &fl, Time::us(6)).is_empty(), "no more unscheduled packets");
     }
 
-    /// The receiver of a 4-packet flow (below one BDP): no credit while every packet is
-    /// expected unscheduled; a declared loss starts credits; completion stops them.
+    /// `credit_from_request = false` (the accounting receiver): the receiver of a 4-packet
+    /// flow (below one BDP) sends no credit while every packet is expected unscheduled; a
+    /// declared loss starts credits; completion stops them.
     #[test]
     fn the_receiver_credits_only_what_will_not_come_unscheduled() {
         let size = 4 * MSS;
         let fl = flows(&[(0, 1, size)]);
-        let mut p = xpa(json!({}));
+        let mut p = xpa(json!({"credit_from_request": false}));
         let unsched =
             |i: u64| Packet { aux2: 0, aux: 0, ts: Time::ZERO, ..data_for(&credit(&fl[0], 0, Time::ZERO), i, size) };
         let out = call(1, Time::ZERO, &fl, |ctx| p.on_packet(ctx, &request(&fl[0])));
@@ -1958,7 +1981,7 @@ mod tests {
 
         // A flow above one BDP: packets 6.. need credits from the request on.
         let fl = flows(&[(0, 1, 10 * MSS)]);
-        let mut p = xpa(json!({}));
+        let mut p = xpa(json!({"credit_from_request": false}));
         let out = call(1, Time::ZERO, &fl, |ctx| p.on_packet(ctx, &request(&fl[0])));
         assert_eq!(out.sends[0].kind, KIND_CREDIT);
         // The probe says only packets 0..=2 went unscheduled (the first credit ended the
@@ -1980,17 +2003,18 @@ mod tests {
         assert_eq!((r.unsched, r.expected, r.aeolus.as_ref().unwrap().declared_lost()), (3, 0, 3));
     }
 
-    /// `credit_from_request` (the Aeolus paper's ExpressPass receiver): a 4-packet flow
-    /// (below one BDP) is credited from its request on, while every packet is still
-    /// expected unscheduled, until it holds every byte; the default receiver sends nothing.
+    /// `credit_from_request` (the Aeolus paper's ExpressPass receiver, the default): a
+    /// 4-packet flow (below one BDP) is credited from its request on, while every packet is
+    /// still expected unscheduled, until it holds every byte; with `credit_from_request =
+    /// false` the receiver sends nothing.
     #[test]
     fn with_credit_from_request_a_flow_of_at_most_one_bdp_is_credited_from_its_request() {
         let size = 4 * MSS;
         let fl = flows(&[(0, 1, size)]);
         let unsched =
             |i: u64| Packet { aux2: 0, aux: 0, ts: Time::ZERO, ..data_for(&credit(&fl[0], 0, Time::ZERO), i, size) };
-        let mut p = xpa(json!({"credit_from_request": true}));
-        assert!(p.params().credit_from_request);
+        let mut p = xpa(json!({}));
+        assert!(p.params().credit_from_request, "the default");
         let out = call(1, Time::ZERO, &fl, |ctx| p.on_packet(ctx, &request(&fl[0])));
         assert_eq!(out.sends.iter().map(|s| (s.kind, s.aux)).collect::<Vec<_>>(), vec![(KIND_CREDIT, 0)]);
         assert!(p.is_crediting(0));
@@ -2012,8 +2036,8 @@ mod tests {
         assert!(out.sends.is_empty(), "the pacer's next tick sends nothing");
         assert_eq!(p.credits_sent(0), 2);
 
-        // Default receiver: no credit for bytes expected unscheduled.
-        let mut q = xpa(json!({}));
+        // The accounting receiver: no credit for bytes expected unscheduled.
+        let mut q = xpa(json!({"credit_from_request": false}));
         assert!(!q.params().credit_from_request);
         let out = call(1, Time::ZERO, &fl, |ctx| q.on_packet(ctx, &request(&fl[0])));
         assert!(out.sends.is_empty() && !q.is_crediting(0));
@@ -2075,13 +2099,83 @@ mod tests {
         }
     }
 
+    /// The default (the Aeolus paper's receiver), both ends, a 100 B flow alone on a 10 Gbps
+    /// one-switch path with 1 us links; the timestamps are those of the full simulation
+    /// (`tests/expresspass_aeolus.rs`). The request reaches the receiver 172.8 ns before the
+    /// data packet (the request leaves first and is shorter), so the first credit leaves
+    /// before the packet arrives and reaches the sender 168 ns before the packet's ACK. That
+    /// is no same-instant ordering: the credit was sent first. The sender then has no
+    /// loss-detected packet and no new data, and packet 0 is "sent but unacknowledged": by the
+    /// Aeolus §III-C order it resends it on the credit (a redundant copy on the slot the credit
+    /// reserved; §V-E: "no wastage of credit") with CREDIT_STOP behind it. The flow completes
+    /// at the first copy; the receiver, holding every byte, sends no second credit. Had the
+    /// ACK come first, the credit would have been wasted. Fails on the code before
+    /// `credit_from_request` became the default (no credit at the request there).
+    #[test]
+    fn by_default_a_credit_sent_before_the_data_arrived_resends_the_unacknowledged_packet() {
+        let size = 100;
+        let fl = flows(&[(0, 1, size)]);
+        for ack_first in [false, true] {
+            let mut p = xpa(json!({}));
+            // t = 0: request, packet 0, probe.
+            let mut sent = call(0, Time::ZERO, &fl, |ctx| p.start_flow(ctx, 0)).sends;
+            sent.extend(drain(&mut p, &fl, Time::ZERO));
+            let k: Vec<(u8, u64)> = sent.iter().map(|s| (s.kind, s.seq)).collect();
+            assert_eq!(k, vec![(KIND_CREDIT_REQUEST, 100), (KIND_DATA, 0), (KIND_PROBE, 0)]);
+            // t = 2.1024 us: the request at the receiver: the first credit leaves at once.
+            let out = call(1, Time(2_102_400), &fl, |ctx| p.on_packet(ctx, &sent[0]));
+            let credit0: Vec<Packet> = out.sends.iter().filter(|s| s.kind == KIND_CREDIT).copied().collect();
+            assert_eq!(credit0.len(), 1, "credited from the request on");
+            let (pacer_at, pacer) = *out.timers.iter().find(|t| untoken(t.1).1 == TIMER_CREDIT).unwrap();
+            // t = 2.2752 us: packet 0 completes the flow and is ACKed; t = 2.3264 us: the probe.
+            let out = call(1, Time(2_275_200), &fl, |ctx| p.on_packet(ctx, &sent[1]));
+            assert_eq!(out.completions, vec![0]);
+            let uack0: Vec<Packet> = out.sends.iter().filter(|s| s.kind == KIND_UACK).copied().collect();
+            assert_eq!(uack0.len(), 1);
+            let out = call(1, Time(2_326_400), &fl, |ctx| p.on_packet(ctx, &sent[2]));
+            let pack = out.sends[0];
+            assert_eq!(pack.kind, KIND_PROBE_ACK);
+            // The pacer's next tick finds the flow complete: no second credit.
+            let out = call(1, pacer_at, &fl, |ctx| p.on_timer(ctx, pacer));
+            assert!(out.sends.is_empty());
+            assert_eq!(p.credits_sent(0), 1);
+            // At the sender: the credit at 4.2096 us, the ACK at 4.3776 us, the probe ACK at
+            // 4.4288 us (swapped when `ack_first`).
+            let (t_credit, t_ack) = if ack_first { (4_377_600, 4_209_600) } else { (4_209_600, 4_377_600) };
+            let mut events = [(t_ack, uack0[0]), (t_credit, credit0[0]), (4_428_800, pack)];
+            events.sort_by_key(|e| e.0);
+            let mut sends = vec![];
+            for (t, pk) in events {
+                let out = call(0, Time(t), &fl, |ctx| p.on_packet(ctx, &pk));
+                sends.extend(out.sends.iter().map(|s| (t, s.kind, s.seq, s.aux2)));
+            }
+            if ack_first {
+                assert_eq!(sends, vec![(4_377_600, KIND_CREDIT_STOP, 100, 0)], "acknowledged: the credit is wasted");
+                assert_eq!((p.wasted_credits(0), p.flow_stats(0).retx_bytes), (1, 0));
+                continue;
+            }
+            assert_eq!(
+                sends,
+                vec![(4_209_600, KIND_DATA, 0, AUX2_SCHEDULED), (4_209_600, KIND_CREDIT_STOP, 100, 0)],
+                "no loss, no new data: the unacknowledged packet 0, then CREDIT_STOP; the late ACKs send nothing"
+            );
+            let a = p.aeolus_sender(0).unwrap();
+            assert_eq!((a.resent(), p.flow_stats(0).retx_bytes, p.wasted_credits(0)), (1, 100, 0));
+            // The copy reaches the receiver after completion: nothing happens.
+            let mut dup = sent[1];
+            dup.aux2 = AUX2_SCHEDULED;
+            let out = call(1, Time(6_433_600), &fl, |ctx| p.on_packet(ctx, &dup));
+            assert!(out.sends.is_empty() && out.completions.is_empty());
+        }
+    }
+
     #[test]
     fn the_last_resort_timeout_credits_packets_that_never_came() {
         // The tail packet and the probe of a 2-packet flow were lost: after rto without
         // progress the receiver gives up waiting and credits (one timeout counted).
         let size = 2 * MSS;
         let fl = flows(&[(0, 1, size)]);
-        let mut p = xpa(json!({"rto": "100us"}));
+        let mut p = xpa(json!({"rto": "100us", "credit_from_request": false}));
         let out = call(1, Time::ZERO, &fl, |ctx| p.on_packet(ctx, &request(&fl[0])));
         let (at, tok) = out.timers[0];
         assert_eq!(at, Time::us(100));
