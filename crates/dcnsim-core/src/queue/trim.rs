@@ -268,15 +268,22 @@ mod tests {
         TrimConfig { tail_trim_probability: p, ..Default::default() }
     }
 
-    #[test]
-    fn packet_above_threshold_is_trimmed_and_served_before_queued_data() {
+    /// A 200 KB port whose data queue holds eight full packets (seq 0, 1460, ...), the
+    /// coin trimming the tail with probability `p`.
+    fn eight_queued(p: f64) -> (PacketArena, NdpTrim, PortEffects, Vec<PktIdx>) {
         let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(0.0));
+        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(p));
         let mut fx = PortEffects::default();
         let queued: Vec<_> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
         for &i in &queued {
             q.enqueue(Time(0), i, &mut a, &mut fx);
         }
+        (a, q, fx, queued)
+    }
+
+    #[test]
+    fn packet_above_threshold_is_trimmed_and_served_before_queued_data() {
+        let (mut a, mut q, mut fx, queued) = eight_queued(0.0);
         assert_eq!((q.data_len(), fx.trims), (8, 0));
         let ninth = data(&mut a, 8 * 1460, true);
         q.enqueue(Time(0), ninth, &mut a, &mut fx);
@@ -393,13 +400,7 @@ mod tests {
     fn coin_on_tail_trims_the_queued_tail_and_queues_the_arrival() {
         // Coin forced to "tail": the 8th queued packet becomes the header (served first),
         // the arriving 9th joins the data queue in its place; bytes are conserved.
-        let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(1.0));
-        let mut fx = PortEffects::default();
-        let queued: Vec<_> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
-        for &i in &queued {
-            q.enqueue(Time(0), i, &mut a, &mut fx);
-        }
+        let (mut a, mut q, mut fx, queued) = eight_queued(1.0);
         let ninth = data(&mut a, 8 * 1460, true);
         q.enqueue(Time(0), ninth, &mut a, &mut fx);
         assert_eq!(fx.trims, 1);
