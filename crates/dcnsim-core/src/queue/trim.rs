@@ -268,17 +268,23 @@ mod tests {
         TrimConfig { tail_trim_probability: p, ..Default::default() }
     }
 
-    /// A 200 KB port whose data queue holds eight full packets (seq 0, 1460, ...), the
-    /// coin trimming the tail with probability `p`.
-    fn eight_queued(p: f64) -> (PacketArena, NdpTrim, PortEffects, Vec<PktIdx>) {
+    /// A port of `buffer` bytes offered `n` full trimmable packets (seq 0, 1460, ...) in
+    /// turn: the arena, the port, what the offers did, and the packets.
+    fn offered(buffer: u64, cfg: &TrimConfig, n: u64) -> (PacketArena, NdpTrim, PortEffects, Vec<PktIdx>) {
         let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(200_000), &cfg_tail(p));
+        let mut q = NdpTrim::new(Bytes(buffer), cfg);
         let mut fx = PortEffects::default();
-        let queued: Vec<_> = (0..8).map(|i| data(&mut a, i * 1460, true)).collect();
-        for &i in &queued {
+        let ids: Vec<_> = (0..n).map(|i| data(&mut a, i * 1460, true)).collect();
+        for &i in &ids {
             q.enqueue(Time(0), i, &mut a, &mut fx);
         }
-        (a, q, fx, queued)
+        (a, q, fx, ids)
+    }
+
+    /// A 200 KB port whose data queue holds eight full packets, the coin trimming the tail
+    /// with probability `p`.
+    fn eight_queued(p: f64) -> (PacketArena, NdpTrim, PortEffects, Vec<PktIdx>) {
+        offered(200_000, &cfg_tail(p), 8)
     }
 
     #[test]
@@ -349,13 +355,7 @@ mod tests {
     fn header_overflow_when_buffer_is_full() {
         // Buffer 3064 B: two data packets fill the data queue (threshold 2); the first
         // trimmed header (64 B) fits exactly, the second does not.
-        let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(3064), &TrimConfig { trim_threshold: 2, ..cfg_tail(0.0) });
-        let mut fx = PortEffects::default();
-        let ids: Vec<_> = (0..4).map(|i| data(&mut a, i * 1460, true)).collect();
-        for &i in &ids {
-            q.enqueue(Time(0), i, &mut a, &mut fx);
-        }
+        let (_a, q, fx, ids) = offered(3064, &TrimConfig { trim_threshold: 2, ..cfg_tail(0.0) }, 4);
         assert_eq!(fx.trims, 2);
         assert_eq!(fx.drops, vec![(ids[3], DROP_HEADER_OVERFLOW)]);
         assert_eq!(q.bytes(), Bytes(3064));
@@ -478,13 +478,7 @@ mod tests {
         // (c) buffer 3,000 B: two full packets fill it (threshold 8); trimming the tail
         // would leave 1,500 + 64 + 1,500 > 3,000, so the arrival is cut (its header then
         // finds no room either: header_overflow, as without the coin).
-        let mut a = PacketArena::new();
-        let mut q = NdpTrim::new(Bytes(3_000), &cfg_tail(1.0));
-        let mut fx = PortEffects::default();
-        let ids: Vec<_> = (0..3).map(|i| data(&mut a, i * 1460, true)).collect();
-        for &i in &ids {
-            q.enqueue(Time(0), i, &mut a, &mut fx);
-        }
+        let (a, q, fx, ids) = offered(3_000, &cfg_tail(1.0), 3);
         assert_eq!(fx.trims, 1);
         assert_eq!(fx.drops, vec![(ids[2], DROP_HEADER_OVERFLOW)]);
         assert!(!a.get(ids[1]).flags.has(PacketFlags::TRIMMED));
