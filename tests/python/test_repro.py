@@ -8,6 +8,8 @@ claims are not asserted here.
 
 from __future__ import annotations
 
+import csv
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,24 @@ def test_every_reproduction_loads_full_and_reduced() -> None:
         for reduced in (False, True):
             rep = load_repro(d, reduced=reduced)
             assert rep.columns and rep.sweep.base
+
+
+def test_every_committed_table_covers_the_full_size_sweep() -> None:
+    """Each results/table.csv has exactly one row per variant and per combination of the
+    full-size grid (seeds are averaged into one row), so a variant added to a repro.toml
+    without a full-size run shows up here."""
+    for d in list_repros(REPRO):
+        rep = load_repro(d)
+        with open(d / "results" / "table.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        grid = {k: v for k, v in rep.sweep.grid.items() if k != "seed"}
+        variants = list(rep.sweep.variants) or [None]
+        want = {
+            (v, *map(str, combo)) for v in variants for combo in itertools.product(*grid.values())
+        }
+        got = [(r.get("variant"), *(r[k] for k in grid)) for r in rows]
+        assert len(got) == len(set(got)), d.name
+        assert set(got) == want, (d.name, sorted(want - set(got)), sorted(set(got) - want))
 
 
 def test_bad_reproduction_folder_names_the_problem(tmp_path: Path) -> None:
