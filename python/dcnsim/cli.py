@@ -225,6 +225,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
         workers=args.workers,
         force=args.force,
         log=_sweep_log(args),
+        variants=None if args.variants is None else [v for v in args.variants.split(",") if v],
     )
     if not args.quiet:
         print((Path(out) / "table.md").read_text())
@@ -287,6 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--reduced", action="store_true", help="the small variant the tests run")
     rp.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
     rp.add_argument("--force", action="store_true", help="redo runs that are already complete")
+    rp.add_argument(
+        "--variants",
+        metavar="NAME[,NAME]",
+        help="run only these [variants.NAME] (e.g. the rows a change affects)",
+    )
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(func=cmd_repro)
 

@@ -398,11 +398,17 @@ def run_repro(
     workers: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
+    variants: Sequence[str] | None = None,
 ) -> ReproResult:
-    """Run a reproduction's sweep into ``out_dir`` and write its table and plot there."""
+    """Run a reproduction's sweep into ``out_dir`` and write its table and plot there.
+
+    ``variants`` runs only the named ``[variants.NAME]`` (all grid points each), e.g. to
+    rerun the rows a change affects; the table and plot then hold those rows only."""
     from dcnsim.results import atomic_write_bytes
 
     rep = load_repro(folder, reduced=reduced)
+    if variants is not None:
+        select_variants(rep, variants)
     report = run_sweep(rep.sweep, out_dir, workers=workers, force=force, log=log)
     table = build_table(rep, report)
     out = Path(out_dir)
@@ -416,8 +422,36 @@ def run_repro(
     return ReproResult(rep, report, table, files)
 
 
+def select_variants(rep: Repro, names: Sequence[str]) -> None:
+    """Keep only the named variants of ``rep`` (in the folder's order); the report's
+    reference is dropped when it is not among them."""
+    known = list(rep.sweep.variants)
+    if not known:
+        raise ScenarioError(
+            "--variants", f"{rep.folder} defines no [variants.NAME]; omit --variants"
+        )
+    if not names:
+        raise ScenarioError("--variants", f"name at least one of: {', '.join(known)}")
+    for n in names:
+        if n not in rep.sweep.variants:
+            raise ScenarioError(
+                "--variants", f"unknown variant {n!r}; {rep.folder} defines: {', '.join(known)}"
+            )
+    rep.sweep.variants = {k: v for k, v in rep.sweep.variants.items() if k in set(names)}
+    if rep.reference is not None and rep.reference not in rep.sweep.variants:
+        rep.reference = None
+
+
 def list_repros(root: str | os.PathLike[str] = "repro") -> Sequence[Path]:
     return sorted(p.parent for p in Path(root).glob(f"*/{REPRO_FILE}"))
 
 
-__all__ = ["LINK_METRICS", "Repro", "ReproResult", "build_table", "load_repro", "run_repro"]
+__all__ = [
+    "LINK_METRICS",
+    "Repro",
+    "ReproResult",
+    "build_table",
+    "load_repro",
+    "run_repro",
+    "select_variants",
+]

@@ -156,3 +156,18 @@ def test_plot_run(tmp_path: Path, cli: Any) -> None:
         assert p.read_bytes()[:8] == PNG_MAGIC
     r = cli(["plot", "nowhere"], tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error: nowhere: ")
+
+
+def test_repro_runs_only_the_named_variants(tmp_path: Path, cli: Any) -> None:
+    repro = Path(__file__).resolve().parents[2] / "repro" / "ppt_fig1_20"
+    r = cli(["repro", str(repro), "--reduced", "--variants", "dctcp", "--out", "sub"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    runs = sorted(p.name for p in (tmp_path / "sub").iterdir() if p.is_dir())
+    assert runs == ["variant-dctcp"], runs
+    rows = pacsv.read_csv(tmp_path / "sub" / "table.csv").column("variant").to_pylist()
+    assert rows == ["dctcp"]
+    r = cli(["repro", str(repro), "--variants", "dctcp,nope", "--out", "bad"], tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: --variants: unknown variant 'nope'"), r.stderr
+    assert "dctcp, hypothetical, ppt" in r.stderr
+    assert not (tmp_path / "bad").exists()
