@@ -703,20 +703,16 @@ mod tests {
         let f = flow(1_000_000, 40);
         let p = lp_params();
         let mut lp = LpSender::new(&f);
-        let prio = |_s: u64| 4u8;
         let mut out = Actions::new();
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 14_600, 1_000_000);
         assert!(lp.open(&mut lx, 10 * MSS, Time::us(40)));
         assert_eq!(out.sends.len(), 1, "paced: one packet now");
         out.clear();
-        let mut lx =
-            LpCx { now: Time::us(45), flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::us(45), &f, &p, &mut out, 14_600, 1_000_000);
         lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (997_080, 998_540), true));
         assert!(out.sends.is_empty(), "ECE: no release");
         assert_eq!(lp.stats().ece_acks, 1);
-        let mut lx =
-            LpCx { now: Time::us(46), flow: &f, p: &p, out: &mut out, floor: 14_600, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::us(46), &f, &p, &mut out, 14_600, 1_000_000);
         lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (994_160, 995_620), false));
         assert_eq!(out.sends.len(), 1, "no ECE: exactly one release");
         let q = out.sends[0];
@@ -739,32 +735,39 @@ mod tests {
             let mut p = lp_params();
             p.late_acks = late;
             let mut lp = LpSender::new(&f);
-            let prio = |_s: u64| 4u8;
             let mut out = Actions::new();
-            let mut lx =
-                LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(Time::ZERO, &f, &p, &mut out, 0, 1_000_000);
             assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
             let (closed, paced) = drive_lp_timers(&mut lp, &f, &p, out.timers.clone());
             assert_eq!(closed, Some(Time::us(80)), "idle rule: 2 RTTs without an LP ACK");
             assert_eq!(out.sends.len() + paced, 4);
             assert!(!lp.is_open());
             out.clear();
-            let mut lx =
-                LpCx { now: Time::us(500), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(Time::us(500), &f, &p, &mut out, 0, 1_000_000);
             lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (997_080, 998_540), false));
             assert_eq!(out.sends.len(), late as usize, "plain late LP ACK (late_acks = {late})");
             if late {
                 assert_eq!(out.sends[0].seq, (1_000_000 / MSS) * MSS - 4 * MSS, "the segment below the window");
             }
             out.clear();
-            let mut lx =
-                LpCx { now: Time::us(501), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(Time::us(501), &f, &p, &mut out, 0, 1_000_000);
             lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (994_160, 995_620), true));
             assert!(out.sends.is_empty(), "an ECE late LP ACK releases nothing");
             assert!(!lp.is_open() && out.timers.is_empty(), "no loop reopens");
             let st = lp.stats();
             assert_eq!((st.late_acks, st.late_ece, st.late_pkts), (2, 1, late as u64));
         }
+    }
+
+    /// Opportunistic packets' class in these tests.
+    fn p4(_s: u64) -> u8 {
+        4
+    }
+
+    /// The LP loop's context at `now`: class 4, the HCP's highest byte `floor`, `buf_end`
+    /// bytes written into the send buffer.
+    fn cx<'a>(now: Time, f: &'a FlowInfo, p: &'a LpParams, out: &'a mut Actions, floor: u64, buf_end: u64) -> LpCx<'a> {
+        LpCx { now, flow: f, p, out, floor, buf_end, prio: &p4 }
     }
 
     /// Drive an LpSender's timers (pace, idle) in time order until the loop closes or none is
@@ -776,7 +779,6 @@ mod tests {
         p: &LpParams,
         timers: Vec<(Time, u64)>,
     ) -> (Option<Time>, usize) {
-        let prio = |_s: u64| 4u8;
         let mut timers = timers;
         let mut out = Actions::new();
         let mut sent = 0;
@@ -784,7 +786,7 @@ mod tests {
             let (at, tok) = timers.remove(i);
             out.clear();
             let (_, k, g) = untoken(tok);
-            let mut lx = LpCx { now: at, flow: f, p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(at, f, p, &mut out, 0, 1_000_000);
             let was_open = lp.is_open();
             lp.on_timer(&mut lx, k, g);
             sent += out.sends.len();
@@ -811,10 +813,8 @@ mod tests {
             let mut p = lp_params();
             p.lp_rtt = lp_rtt;
             let mut lp = LpSender::new(&f);
-            let prio = |_s: u64| 4u8;
             let mut out = Actions::new();
-            let mut lx =
-                LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(Time::ZERO, &f, &p, &mut out, 0, 1_000_000);
             assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
             assert_eq!(lp.idle_len(), Time::us(80));
             let closed = drive_lp_timers(&mut lp, &f, &p, out.timers.clone()).0;
@@ -822,36 +822,19 @@ mod tests {
             out.clear();
             let mut ack = lp_ack((998_540, 1_000_000), (997_080, 998_540), false);
             ack.ts = Time::ZERO;
-            let mut lx =
-                LpCx { now: Time::us(300), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = cx(Time::us(300), &f, &p, &mut out, 0, 1_000_000);
             lp.on_ack(&mut lx, &ack);
             assert_eq!(lp.lp_srtt(), Some(Time::us(300)));
             assert!(out.sends.is_empty() && !lp.is_open(), "late ACK: no release, no reopening by default");
             out.clear();
-            let mut lx = LpCx {
-                now: Time::us(1_000),
-                flow: &f,
-                p: &p,
-                out: &mut out,
-                floor: 0,
-                buf_end: 1_000_000,
-                prio: &prio,
-            };
+            let mut lx = cx(Time::us(1_000), &f, &p, &mut out, 0, 1_000_000);
             assert!(lp.open(&mut lx, 4 * MSS, Time::us(40)));
             assert_eq!(lp.idle_len(), if lp_rtt { Time::us(600) } else { Time::us(80) });
             let mut timers = out.timers.clone();
             out.clear();
             let mut ack = lp_ack((992_700, 994_160), (991_240, 992_700), false);
             ack.ts = Time::us(1_005);
-            let mut lx = LpCx {
-                now: Time::us(1_010),
-                flow: &f,
-                p: &p,
-                out: &mut out,
-                floor: 0,
-                buf_end: 1_000_000,
-                prio: &prio,
-            };
+            let mut lx = cx(Time::us(1_010), &f, &p, &mut out, 0, 1_000_000);
             lp.on_ack(&mut lx, &ack);
             assert_eq!(lp.lp_srtt(), Some(Time(263_125_000)));
             assert_eq!(out.sends.len(), 1, "an ACK in an open loop releases one packet");
@@ -904,11 +887,9 @@ mod tests {
         p.release = Release::LineRate;
         p.pace = false;
         let mut lp = LpSender::new(&f);
-        let prio = |_s: u64| 4u8;
         let mut out = Actions::new();
         let rtt = Time::us(40);
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 10_000_000, prio: &prio };
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 0, 10_000_000);
         assert!(lp.open(&mut lx, 4 * MSS, rtt), "a 4-packet initial window opens the loop");
         let mut times = vec![Time::ZERO];
         let pace = |o: &Actions| o.timers.iter().copied().find(|&(_, t)| untoken(t).1 == TIMER_LP_PACE);
@@ -923,14 +904,13 @@ mod tests {
             }
             out.clear();
             if !acked && at >= Time::us(30) {
-                let mut lx =
-                    LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 10_000_000, prio: &prio };
+                let mut lx = cx(at, &f, &p, &mut out, 0, 10_000_000);
                 lp.on_ack(&mut lx, &lp_ack((9_998_540, 10_000_000), (9_997_080, 9_998_540), false));
                 assert!(out.sends.is_empty(), "no release per ACK without EWD");
                 acked = true;
             }
             let (_, k, g) = untoken(tok);
-            let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 10_000_000, prio: &prio };
+            let mut lx = cx(at, &f, &p, &mut out, 0, 10_000_000);
             lp.on_timer(&mut lx, k, g);
             times.extend(out.sends.iter().map(|_| at));
             timers.extend(out.timers.iter().copied());
@@ -946,12 +926,11 @@ mod tests {
         // ECE stops the line-rate sending at once.
         let mut lp = LpSender::new(&f);
         out.clear();
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 10_000_000, prio: &prio };
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 0, 10_000_000);
         lp.open(&mut lx, 4 * MSS, rtt);
         let (at, tok) = pace(&out).unwrap();
         out.clear();
-        let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 10_000_000, prio: &prio };
+        let mut lx = cx(at, &f, &p, &mut out, 0, 10_000_000);
         lp.on_ack(&mut lx, &lp_ack((9_998_540, 10_000_000), (0, 0), true));
         let (_, k, g) = untoken(tok);
         lp.on_timer(&mut lx, k, g);
@@ -1004,43 +983,38 @@ mod tests {
         let mut p = lp_params();
         p.pace = false;
         let mut lp = LpSender::new(&f);
-        let prio = |_s: u64| 4u8;
         let rtt = Time::us(40);
         let mut out = Actions::new();
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 0, 1_000_000);
         lp.open(&mut lx, 4 * MSS, rtt);
         let idle = |o: &Actions| o.timers.iter().copied().find(|&(_, t)| untoken(t).1 == TIMER_LP_IDLE).unwrap();
         let (at, tok) = idle(&out);
         assert_eq!(at, Time::us(80));
         // An LP ACK at 60 us postpones the end to 60 + 80 = 140 us.
         out.clear();
-        let mut lx =
-            LpCx { now: Time::us(60), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::us(60), &f, &p, &mut out, 0, 1_000_000);
         lp.on_ack(&mut lx, &lp_ack((998_540, 1_000_000), (0, 0), false));
         out.clear();
         let (_, k, g) = untoken(tok);
-        let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(at, &f, &p, &mut out, 0, 1_000_000);
         lp.on_timer(&mut lx, k, g);
         assert!(lp.is_open(), "an LP ACK came 20 us ago");
         let (at2, tok2) = idle(&out);
         assert_eq!(at2, Time::us(140));
         out.clear();
         let (_, k, g) = untoken(tok2);
-        let mut lx =
-            LpCx { now: Time::us(139), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::us(139), &f, &p, &mut out, 0, 1_000_000);
         lp.on_timer(&mut lx, k, g);
         assert!(lp.is_open(), "an early (stale-time) firing does not close it");
         let (at3, tok3) = idle(&out);
         let (_, k, g) = untoken(tok3);
         out.clear();
-        let mut lx = LpCx { now: at3, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(at3, &f, &p, &mut out, 0, 1_000_000);
         lp.on_timer(&mut lx, k, g);
         assert!(!lp.is_open(), "2 RTTs without LP ACK end the loop");
         // A late LP ACK records its range but releases nothing.
         out.clear();
-        let mut lx =
-            LpCx { now: Time::us(200), flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = cx(Time::us(200), &f, &p, &mut out, 0, 1_000_000);
         lp.on_ack(&mut lx, &lp_ack((995_620, 997_080), (0, 0), false));
         assert!(out.sends.is_empty());
     }
@@ -1051,10 +1025,8 @@ mod tests {
         let mut p = lp_params();
         p.pace = false;
         let mut lp = LpSender::new(&f);
-        let prio = |_s: u64| 4u8;
         let mut out = Actions::new();
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 7 * MSS, buf_end: 10 * MSS, prio: &prio };
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 7 * MSS, 10 * MSS);
         assert!(lp.open(&mut lx, 10 * MSS, Time::us(40)));
         assert_eq!(out.sends.iter().map(|s| s.seq / MSS).collect::<Vec<_>>(), vec![9, 8, 7]);
         assert!(!lp.is_open(), "met the HCP: closed");
