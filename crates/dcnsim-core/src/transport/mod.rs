@@ -34,6 +34,7 @@ pub mod lowprio;
 pub mod ndp;
 pub mod phost;
 pub mod pias;
+pub mod pias_thresholds;
 pub mod ppt;
 pub mod rc3;
 pub mod registry;
