@@ -441,6 +441,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         max_host_rate,
         priorities: network.priorities,
         size_cdf: None,
+        workload: None,
     };
 
     let classes = network.priorities as usize;
@@ -490,6 +491,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     // The transport is built after the workload so that it may use the workload's size
     // distribution (Homa's priority cutoffs).
     net_info.size_cdf = workload.size_cdf();
+    net_info.workload = Some(workload.facts());
     registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
 
     let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;

@@ -86,6 +86,26 @@ pub struct NetInfo {
     /// `(size in bytes, P(size <= s))`, sizes increasing, last probability 1 (see
     /// `Workload::size_cdf`). Homa derives its unscheduled priority cutoffs from it.
     pub size_cdf: Option<Vec<(u64, f64)>>,
+    /// What else the scenario knows about its workload (see [`WorkloadFacts`]), `None` when it
+    /// is not known (unit-test fixtures). PIAS and PPT pick their default demotion thresholds
+    /// from it.
+    pub workload: Option<WorkloadFacts>,
+}
+
+/// Facts about the scenario's workload a transport may derive defaults from (filled in from
+/// `Workload::facts`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadFacts {
+    /// The canonical name of the shipped CDF (`"websearch"`, `"datamining"`, ...) when every
+    /// component that generates sized flows draws its sizes from that one shipped CDF (any
+    /// reading); `None` for user CDF files, uniform ranges, fixed sizes, flow lists, mixes of
+    /// several CDFs, or no sized flows at all. Background flows are left out.
+    pub shipped_cdf: Option<&'static str>,
+    /// The offered load of the workload's Poisson flow arrivals: the sum of the `load` of its
+    /// `poisson` and `left_right` components (each a fraction of its own senders' or
+    /// receivers' links, so the sum is the load of links they share); `None` when it has no
+    /// such component (incast rounds, permutations, flow lists, background flows only).
+    pub load: Option<f64>,
 }
 
 impl NetInfo {
@@ -106,6 +126,7 @@ impl NetInfo {
             max_host_rate,
             priorities: 8,
             size_cdf: None,
+            workload: None,
         }
     }
 }

@@ -50,7 +50,7 @@
 //! |---|---|---|
 //! | `send_buffer` | "2GB" | application send buffer (§6.2 uses 2 GB) |
 //! | `identification_threshold` | "100KB" | first write above this = large flow (Table 3) |
-//! | `thresholds` | [67160, 1582640, 2506820] B | demotion of unidentified flows P0->P1->P2->P3 |
+//! | `thresholds` | PIAS's default for the workload, first 3 (web search: [67160, 1582640, 2506820] B) | demotion of unidentified flows P0->P1->P2->P3 |
 //! | `alpha_window` | 0 | rounds over which alpha_min is taken (case 2); 0 = every round since start-up |
 //! | `lcp_idle_rtts` | 2 | RTTs without LP ACK that end a loop |
 //! | `lcp` | true | false: plain DCTCP + scheduling, no opportunistic packets |
@@ -235,8 +235,10 @@
 //! - Mirror tagging demotes by the bytes the flow has sent in both loops (the LCP's bytes
 //!   are bytes sent too); with the default 2 GB buffer every flow above 100 KB is identified,
 //!   so the thresholds only act on flows below the identification threshold or with a small
-//!   buffer. Default thresholds: the first three PIAS web-search thresholds (PIAS-NS2 public
-//!   scripts, 46 / 1084 / 1717 packets of 1460 B; see pias.rs).
+//!   buffer. Default thresholds: the first three (half the classes minus one) of PIAS's
+//!   default for the scenario's workload (`pias::default_thresholds`: the PIAS authors' sets
+//!   for web search, 46 / 1084 / 1717 packets of 1460 B, and for data mining at their loads,
+//!   otherwise our model of PIAS §3.2; see pias.rs).
 //! - "Hypothetical DCTCP" (§2.3): the paper records each flow's maximum window (MW) in a
 //!   previous DCTCP run and then fills the gap to MW every RTT with opportunistic packets. A
 //!   single run cannot know MW in advance; `hypothetical = true` uses MW = max(path BDP,
@@ -354,7 +356,7 @@ impl Default for PptOwn {
         PptOwn {
             send_buffer: Bytes(2_000_000_000),
             identification_threshold: Bytes(100_000),
-            thresholds: crate::transport::pias::default_thresholds().into_iter().take(3).map(Bytes).collect(),
+            thresholds: Vec::new(), // not given: resolved from the workload in `build`
             alpha_window: 0,
             lcp_idle_rtts: 2,
             lcp: true,
@@ -454,10 +456,13 @@ impl Ppt {
             ));
         }
         let half = (classes / 2).max(1);
-        let mut t: Vec<u64> = o.thresholds.iter().map(|b| b.0).collect();
-        if own.get("thresholds").is_none() {
-            t.truncate((half - 1) as usize); // the default list, for fewer classes
-        }
+        let t: Vec<u64> = if own.get("thresholds").is_some() {
+            o.thresholds.iter().map(|b| b.0).collect()
+        } else {
+            let mut t = crate::transport::pias::default_thresholds(net);
+            t.truncate((half - 1) as usize);
+            t
+        };
         check_thresholds("thresholds", &t, (half - 1) as usize)?;
         if o.send_buffer.0 == 0 {
             return Err(bad("send_buffer", "0".into(), "give a positive size, e.g. \"2GB\""));
@@ -577,6 +582,7 @@ mod tests {
             max_host_rate: Rate::gbps(10),
             priorities: 8,
             size_cdf: None,
+            workload: None,
         }
     }
 

@@ -1758,6 +1758,7 @@ mod tests {
             max_host_rate: Rate::gbps(10),
             priorities: 8,
             size_cdf: None,
+            workload: None,
         }
     }
 

@@ -41,6 +41,7 @@ pub use cdf::{CdfFormat, CdfOptions, CdfUnit, EmpiricalCdf, ParetoTail, Reading}
 pub use error::{CdfProblem, FlowFileProblem, WorkloadError};
 
 use crate::rng::Rng;
+pub use crate::transport::WorkloadFacts;
 use crate::units::{Bytes, Rate, Time};
 use patterns::Component;
 use std::path::PathBuf;
@@ -167,6 +168,30 @@ impl Workload {
         Some(out)
     }
 
+    /// What a transport may derive defaults from besides [`Workload::size_cdf`]: the shipped
+    /// CDF every sized component draws from (if they all use the same one) and the summed
+    /// load of the Poisson components (see [`WorkloadFacts`]). Components without sized
+    /// flows (background flows) are left out, as in [`Workload::size_cdf`].
+    pub fn facts(&self) -> WorkloadFacts {
+        let mut shipped: Option<Option<&'static str>> = None; // None = no sized component yet
+        let mut load: Option<f64> = None;
+        for c in &self.components {
+            if let Some(l) = c.poisson_load() {
+                load = Some(load.unwrap_or(0.0) + l);
+            }
+            if !matches!(c.size_mix(), patterns::SizeMix::Known(_, w) if w > 0.0 && w.is_finite()) {
+                continue;
+            }
+            let name = c.shipped_cdf();
+            shipped = Some(match shipped {
+                None => name,
+                Some(prev) if prev == name => prev,
+                Some(_) => None,
+            });
+        }
+        WorkloadFacts { shipped_cdf: shipped.flatten(), load }
+    }
+
     /// Number of components.
     pub fn len(&self) -> usize {
         self.components.len()
@@ -261,6 +286,50 @@ mod tests {
             let tol = if reading == "step" { 1e-9 } else { 1e-4 };
             assert!((mean - exact).abs() / exact < tol, "{reading}: {mean} vs {exact}");
         }
+    }
+
+    #[test]
+    fn facts_name_the_one_shipped_cdf_and_sum_the_poisson_loads() {
+        let e = env(16);
+        let facts = |tables: Value| build(tables.as_array().unwrap(), &e).unwrap().facts();
+        let f = |cdf: Option<&'static str>, load: Option<f64>| WorkloadFacts { shipped_cdf: cdf, load };
+        assert_eq!(
+            facts(
+                json!([{"pattern": "poisson", "load": 0.5, "cdf": "WEB_SEARCH", "cdf_reading": "step", "flows": 10}])
+            ),
+            f(Some("websearch"), Some(0.5))
+        );
+        // Two Poisson components on one CDF plus background flows: loads add up.
+        assert_eq!(
+            facts(json!([
+                {"pattern": "poisson", "load": 0.3, "cdf": "vl2", "flows": 10},
+                {"pattern": "left_right", "load": 0.2, "cdf": "datamining", "flows": 10},
+                {"pattern": "background", "count": 2}
+            ])),
+            f(Some("datamining"), Some(0.5))
+        );
+        // Incast rounds on the CDF: no Poisson load, the CDF is still the one CDF.
+        assert_eq!(
+            facts(json!([{"pattern": "incast", "receiver": 0, "senders": 4, "cdf": "websearch"}])),
+            f(Some("websearch"), None)
+        );
+        // A mix with a fixed size, two shipped CDFs, a uniform range: no single shipped CDF.
+        assert_eq!(
+            facts(json!([
+                {"pattern": "poisson", "load": 0.4, "cdf": "websearch", "flows": 10},
+                {"pattern": "incast", "receiver": 0, "senders": 4}
+            ])),
+            f(None, Some(0.4))
+        );
+        assert_eq!(
+            facts(json!([
+                {"pattern": "poisson", "load": 0.4, "cdf": "websearch", "flows": 10},
+                {"pattern": "permutation", "cdf": "hadoop"}
+            ])),
+            f(None, Some(0.4))
+        );
+        assert_eq!(facts(json!([{"pattern": "permutation", "uniform": {"min": 1, "max": 9}}])), f(None, None));
+        assert_eq!(facts(json!([{"pattern": "background", "count": 2}])), f(None, None));
     }
 
     #[test]

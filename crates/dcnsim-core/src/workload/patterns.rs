@@ -1059,6 +1059,27 @@ impl Component {
         }
     }
 
+    /// The shipped CDF the component's sizes come from (`None`: a CDF file, a uniform range,
+    /// a fixed size, a flow list or background flows).
+    pub(crate) fn shipped_cdf(&self) -> Option<&'static str> {
+        match self {
+            Component::Poisson(c) => c.arrivals.sizes.shipped_name(),
+            Component::LeftRight(c) => c.arrivals.sizes.shipped_name(),
+            Component::Incast(c) => c.sizes.shipped_name(),
+            Component::Permutation(c) => c.sizes.shipped_name(),
+            Component::Background(_) | Component::FlowList(_) => None,
+        }
+    }
+
+    /// The offered load of a component with Poisson flow arrivals (`poisson`, `left_right`).
+    pub(crate) fn poisson_load(&self) -> Option<f64> {
+        match self {
+            Component::Poisson(c) => Some(c.load),
+            Component::LeftRight(c) => Some(c.load),
+            _ => None,
+        }
+    }
+
     /// The normalized table (every default filled in) plus a `derived` sub-table.
     pub(crate) fn describe(&self) -> Value {
         match self {

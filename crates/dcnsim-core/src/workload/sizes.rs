@@ -192,6 +192,14 @@ impl SizeDist {
         }
     }
 
+    /// The canonical name of the shipped CDF the sizes come from, if any.
+    pub fn shipped_name(&self) -> Option<&'static str> {
+        match self {
+            SizeDist::Cdf { source: CdfSource::Shipped(s), .. } => Some(s.name),
+            _ => None,
+        }
+    }
+
     /// Draw one size.
     pub fn sample(&self, rng: &mut Rng) -> Bytes {
         match self {
