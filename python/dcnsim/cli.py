@@ -146,6 +146,24 @@ def _facts(table: dict[str, Any]) -> str:
     )
 
 
+def _ecn_facts(net: Any) -> str:
+    """The ECN thresholds the switches use, per class (equal ones once), and the classes
+    marked on the port's occupancy: what the protocol derived where [network] was silent."""
+    if not isinstance(net, dict) or not net.get("ecn_k_per_queue"):
+        return ""
+    ks = [k for k in net["ecn_k_per_queue"] if k is not None]
+    if not ks:
+        return ""
+    per = _human("ecn_k", ks[0]) if len(set(ks)) == 1 else ", ".join(_human("ecn_k", k) for k in ks)
+    out = f"ecn: K per class = {per}"
+    port = net.get("ecn_port_classes") or []
+    if net.get("ecn_per_port"):
+        out += "; every class on the port's occupancy"
+    elif port:
+        out += f"; classes {', '.join(map(str, port))} on the port's occupancy"
+    return out
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     import json
 
@@ -165,6 +183,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         table = sc.get(section)
         if isinstance(table, dict) and table:
             facts.append(f"{section}: {_facts(table)}")
+    ecn = _ecn_facts(sc.get("network"))
+    if ecn:
+        facts.append(ecn)
     transport = sc.get("transport", {})
     if isinstance(transport, dict) and "protocol" in transport:
         facts.append(f"protocol: {transport['protocol']}")

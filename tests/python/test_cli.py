@@ -78,6 +78,32 @@ def test_validate(tmp_path: Path, tiny_scenario: Path, cli: Any) -> None:
     assert list(tmp_path.iterdir()) == [tiny_scenario]
 
 
+def test_validate_shows_the_ecn_thresholds_a_protocol_derives(
+    tmp_path: Path, tiny_scenario: Path, cli: Any
+) -> None:
+    # DCTCP with ecn_k = 30 KB: one K for every class.
+    r = cli(["validate", str(tiny_scenario)], tmp_path)
+    assert "ecn: K per class = 30000B\n" in r.stdout, r.stdout
+    # PPT with no thresholds in [network]: PPT Eq. 3 per class. 8 hosts on one 10 Gbps
+    # switch, 1 us links: base RTT 4 us + 2 x (1500 + 64) B at 10 Gbps = 6.5024 us, BDP
+    # 8,128 B; K = 0.17 x BDP = 1,382 B (HCP, P0-P3) and 0.1 x BDP = 813 B (LCP, P4-P7),
+    # the LCP classes marked on the port's occupancy.
+    r = cli(
+        [
+            "validate",
+            str(tiny_scenario),
+            "--set",
+            "transport.protocol=ppt",
+            "--set",
+            'network={buffer="200KB"}',
+        ],
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    want = "ecn: K per class = " + ", ".join(["1382B"] * 4 + ["813B"] * 4)
+    assert want + "; classes 4, 5, 6, 7 on the port's occupancy" in r.stdout, r.stdout
+
+
 BAD_INPUT = [
     ("unknown protocol", 'protocol = "dctcp"', 'protocol = "quic"', "transport.protocol"),
     ("load above 1", "load = 0.4", "load = 1.2", "workload[0].load"),

@@ -17,21 +17,30 @@ import pytest
 
 from dcnsim.errors import ScenarioError
 from dcnsim.repro import list_repros, load_repro, run_repro
+from dcnsim.results import Results
+from dcnsim.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 REPRO = REPO / "repro"
 
 
 def _run(name: str, tmp_path: Path) -> dict[Any, dict[str, Any]]:
+    return _run_with_runs(name, tmp_path)[0]
+
+
+def _run_with_runs(name: str, tmp_path: Path) -> tuple[dict[Any, dict[str, Any]], dict[str, Path]]:
+    """The reduced table, and the run folder of each variant (the reduced sweeps run one
+    grid point per variant)."""
     res = run_repro(REPRO / name, tmp_path / name, reduced=True, workers=2)
     assert not res.report.failed, [f.error for f in res.report.failed]
     for r in res.report.rows:
         assert r["flows_unfinished"] == 0, r["run"]
     assert (tmp_path / name / "table.md").is_file() and (tmp_path / name / "plot.png").is_file()
-    return {
+    table = {
         tuple(v for k, v in row.items() if k not in (*res.repro.columns, "runs")): row
         for row in res.table
     }
+    return table, {r.values.get("variant", r.name): Path(r.out_dir) for r in res.report.runs}
 
 
 def test_every_reproduction_loads_full_and_reduced() -> None:
@@ -74,19 +83,47 @@ def test_bad_reproduction_folder_names_the_problem(tmp_path: Path) -> None:
     assert e.value.field == "report.plot"
 
 
+def _small_fcts(run_dirs: list[Path]) -> list[float]:
+    """FCTs (us) of the small (<= 100 KB) flows of several run folders, pooled."""
+    out: list[float] = []
+    for d in run_dirs:
+        f = Results.load(d).flows
+        out += [t for s, t in zip(f["size_bytes"], f["fct_us"]) if s <= 100_000]
+    return out
+
+
+def _p99(xs: list[float]) -> float:
+    """Nearest-rank 99th percentile (CONVENTIONS.md)."""
+    v = sorted(xs)
+    return v[max(1, -(-99 * len(v) // 100)) - 1]
+
+
 def test_ppt_fig12_reduced_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
-    t = _run("ppt_fig12_13", tmp_path)
+    t, seed1 = _run_with_runs("ppt_fig12_13", tmp_path)
     ppt, dctcp, rc3 = (t[("websearch", v)] for v in ("ppt", "dctcp", "rc3"))
     # Drop-tail (the main rows): PPT below DCTCP overall and below DCTCP and RC3 on the
-    # small-flow average held for seeds 1-5 on this network. Its small-flow p99 did not (below
-    # RC3's for seeds 1, 2, 5 only; a 1-2 RTOmin quantity), so it is asserted on push-out only
-    # (repro/ppt_fig12_13/README.md, "Seeds").
+    # small-flow average held for seeds 1-15 on this network.
     assert ppt["avg_fct_us"] < dctcp["avg_fct_us"]
     for other in (dctcp, rc3):
         assert ppt["small_avg_fct_us"] < other["small_avg_fct_us"], other
+    # The small-flow p99 (Fig. 12c) sits at one or two minimum RTOs (1 ms) for all three
+    # and one run's ~1,900 small flows put it on either side (below RC3's in 10 of seeds
+    # 1-15), so it is compared on the small flows of seeds 1-3 pooled, the sample of a run
+    # three times this size: PPT below RC3 and DCTCP in each of the five disjoint triples of
+    # seeds 1-15 (margins 11-30% against RC3; repro/ppt_fig12_13/README.md, "Seeds").
+    rep = load_repro(REPRO / "ppt_fig12_13", reduced=True)
+    rep.sweep.variants = {v: rep.sweep.variants[v] for v in ("dctcp", "rc3", "ppt")}
+    rep.sweep.grid["seed"] = [2, 3]
+    more = run_sweep(rep.sweep, tmp_path / "seeds", workers=2)
+    assert not more.failed, [f.error for f in more.failed]
+    runs: dict[str, list[Path]] = {}
+    for task in more.runs:
+        runs.setdefault(task.values["variant"], []).append(Path(task.out_dir))
+    p99 = {v: _p99(_small_fcts([seed1[v], *dirs])) for v, dirs in runs.items()}
+    assert p99["ppt"] < p99["rc3"] and p99["ppt"] < p99["dctcp"], p99
     # The claims on push-out switches (opportunistic packets evicted for HCP arrivals,
     # network.pushout_classes), against DCTCP and RC3 on drop-tail and RC3 on push-out too,
-    # small-flow p99 included. Held for seeds 1-5 on the reduced network.
+    # small-flow p99 included (one run: PPT's p99 is one RTO there). Held for seeds 1-5.
     po = t[("websearch", "ppt_pushout")]
     assert po["avg_fct_us"] < dctcp["avg_fct_us"]
     for other in (dctcp, rc3, t[("websearch", "rc3_pushout")]):

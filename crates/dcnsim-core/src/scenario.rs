@@ -116,9 +116,8 @@ fn d_buffer() -> Bytes {
 fn d_prios() -> u8 {
     8
 }
-fn d_lambda() -> f64 {
-    0.17
-}
+/// `network.ecn_lambda` when the scenario does not give it (DCTCP's 0.17).
+pub const DEFAULT_ECN_LAMBDA: f64 = 0.17;
 fn d_policy() -> String {
     "priority_ecn".into()
 }
@@ -151,17 +150,20 @@ pub struct NetworkSpec {
     /// Per-class thresholds (overrides `ecn_k`); list of sizes, one per class.
     #[serde(default)]
     pub ecn_k_per_queue: Option<Vec<Bytes>>,
-    /// When `ecn_k` is not given: K = ecn_lambda x C x RTT (PPT Eq. 3), with C the
-    /// fastest host rate and RTT the largest base RTT.
-    #[serde(default = "d_lambda")]
-    pub ecn_lambda: f64,
+    /// When neither `ecn_k` nor `ecn_k_per_queue` is given and the protocol prescribes no
+    /// per-class thresholds of its own (PPT does, `registry::derive`): K = ecn_lambda x C x
+    /// RTT for every class (PPT Eq. 3), with C the fastest host rate and RTT the largest base
+    /// RTT. Absent: [`DEFAULT_ECN_LAMBDA`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_lambda: Option<f64>,
     /// Compare K with the port's total occupancy instead of the class's own queue.
     #[serde(default)]
     pub ecn_per_port: bool,
     /// Classes that compare K with the port's total occupancy while the others keep
-    /// per-queue marking (PPT marks its low-priority classes on buffer occupancy).
-    #[serde(default)]
-    pub ecn_port_classes: Vec<u8>,
+    /// per-queue marking (PPT marks its low-priority classes on buffer occupancy). Absent:
+    /// the protocol's default (PPT: its LCP classes), else none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_port_classes: Option<Vec<u8>>,
     /// Per-class admission limits (one size per class; empty: none): a packet is dropped
     /// when its class would hold more than this (policy `priority_ecn` only).
     #[serde(default)]
@@ -302,8 +304,10 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         )
         .into());
     }
-    if !(network.ecn_lambda > 0.0 && network.ecn_lambda.is_finite()) {
-        return Err(FieldError::invalid("network.ecn_lambda", "must be > 0", "use e.g. 0.17").into());
+    if let Some(l) = network.ecn_lambda {
+        if !(l > 0.0 && l.is_finite()) {
+            return Err(FieldError::invalid("network.ecn_lambda", "must be > 0", "use e.g. 0.17").into());
+        }
     }
     let policy = QueuePolicyKind::from_name(&network.queue_policy).ok_or_else(|| {
         FieldError::invalid(
@@ -314,7 +318,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     })?;
 
     // Network facts (base RTTs) from a routed instance of the topology.
-    check_classes("network.ecn_port_classes", &network.ecn_port_classes, network.priorities)?;
+    check_classes("network.ecn_port_classes", network.ecn_port_classes.as_deref().unwrap_or(&[]), network.priorities)?;
     if !network.class_buffer.is_empty() {
         if network.class_buffer.len() != network.priorities as usize {
             return Err(FieldError::invalid(
@@ -410,7 +414,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         classes: network.priorities,
         ecn_k: vec![None; network.priorities as usize],
         ecn_per_port: network.ecn_per_port,
-        ecn_port_classes: network.ecn_port_classes.clone(),
+        ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
         class_buffer: network.class_buffer.clone(),
         pushout_classes: network.pushout_classes.clone(),
         selective: network.selective.clone(),
@@ -444,27 +448,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         workload: None,
     };
 
-    let classes = network.priorities as usize;
-    let ecn_k: Vec<Option<Bytes>> = if let Some(per_q) = &network.ecn_k_per_queue {
-        if per_q.len() != classes {
-            return Err(FieldError::invalid(
-                "network.ecn_k_per_queue",
-                format!("has {} entries for {} priority classes", per_q.len(), classes),
-                "give one threshold per class",
-            )
-            .into());
-        }
-        per_q.iter().map(|k| Some(*k)).collect()
-    } else {
-        let k = network.ecn_k.unwrap_or_else(|| {
-            let bdp = max_host_rate.bdp(max_rtt);
-            Bytes(((bdp.0 as f64) * network.ecn_lambda).round() as u64)
-        });
-        vec![Some(k); classes]
-    };
-    let queue = QueueConfig { ecn_k, ..probe_q };
-
-    let (protocol, transport_cfg) = split_protocol(&raw.transport)?;
+    let (protocol, mut transport_cfg) = split_protocol(&raw.transport)?;
 
     let wl_tables: Vec<serde_json::Value> = match &raw.workload {
         serde_json::Value::Array(a) => a.clone(),
@@ -492,7 +476,77 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     // distribution (Homa's priority cutoffs).
     net_info.size_cdf = workload.size_cdf();
     net_info.workload = Some(workload.facts());
+
+    // What the protocol derives where the scenario is silent: [transport] fields filled in
+    // (the normalized scenario shows them), its switch settings (PPT's Eq. 3 thresholds).
+    let derived = registry::derive(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+    if let serde_json::Value::Object(m) = &mut transport_cfg {
+        for (k, v) in &derived.transport {
+            m.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
     registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+
+    let classes = network.priorities as usize;
+    let explicit_k: Option<Vec<Bytes>> = if let Some(per_q) = &network.ecn_k_per_queue {
+        if per_q.len() != classes {
+            return Err(FieldError::invalid(
+                "network.ecn_k_per_queue",
+                format!("has {} entries for {} priority classes", per_q.len(), classes),
+                "give one threshold per class",
+            )
+            .into());
+        }
+        Some(per_q.clone())
+    } else {
+        network.ecn_k.map(|k| vec![k; classes])
+    };
+    let ecn_k: Vec<Bytes> = match (explicit_k, &derived.ecn_k_per_queue) {
+        (Some(k), Some(d)) => {
+            // The protocol's own threshold parameters act only through its default: given
+            // next to different explicit thresholds they would be silently ignored.
+            if let Some(f) = derived.ecn_from.first() {
+                if &k != d {
+                    return Err(FieldError::invalid(
+                        f.clone(),
+                        "has no effect: network.ecn_k / network.ecn_k_per_queue set the thresholds",
+                        "remove it, or remove the network thresholds to use the protocol's",
+                    )
+                    .into());
+                }
+            }
+            k
+        }
+        (Some(k), None) => k,
+        (None, Some(d)) => {
+            if network.ecn_lambda.is_some() {
+                return Err(FieldError::invalid(
+                    "network.ecn_lambda",
+                    format!("does not apply to protocol '{protocol}', which sets one threshold per class"),
+                    "give network.ecn_k_per_queue, or the protocol's own lambda fields (see docs/scenario.md)",
+                )
+                .into());
+            }
+            d.clone()
+        }
+        (None, None) => {
+            let bdp = max_host_rate.bdp(max_rtt);
+            let lambda = network.ecn_lambda.unwrap_or(DEFAULT_ECN_LAMBDA);
+            vec![Bytes(((bdp.0 as f64) * lambda).round() as u64); classes]
+        }
+    };
+    let mut network = network;
+    if network.ecn_port_classes.is_none() {
+        if let Some(c) = &derived.ecn_port_classes {
+            check_classes("network.ecn_port_classes", c, network.priorities)?;
+            network.ecn_port_classes = Some(c.clone());
+        }
+    }
+    let queue = QueueConfig {
+        ecn_k: ecn_k.into_iter().map(Some).collect(),
+        ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
+        ..probe_q
+    };
 
     let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
     if run.time_limit == Some(Time::ZERO) {
@@ -592,6 +646,7 @@ impl Scenario {
         let mut network = serde_json::to_value(&self.network).unwrap_or_default();
         network["ecn_k_per_queue"] =
             serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.0)).collect::<Vec<_>>());
+        network["ecn_port_classes"] = serde_json::json!(self.queue.ecn_port_classes);
         let v = serde_json::json!({
             "name": self.name,
             "seed": self.seed,

@@ -160,6 +160,15 @@ fn each_bad_input_names_its_field() {
             toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, "[network]\nqueue_policy = \"red\""),
             "network.queue_policy",
         ),
+        // PPT's Eq. 3 lambda: positive; it only acts when [network] gives no thresholds, so
+        // next to different explicit ones it is rejected; network.ecn_lambda (one K for every
+        // class) does not apply to PPT's per-class thresholds.
+        (toml_with(GOOD_TOPO, "protocol = \"ppt\"\nlambda_lcp = 0", poisson, ""), "transport.lambda_lcp"),
+        (
+            toml_with(GOOD_TOPO, "protocol = \"ppt\"\nlambda_hcp = 0.3", poisson, "[network]\necn_k = \"96KB\""),
+            "transport.lambda_hcp",
+        ),
+        (toml_with(GOOD_TOPO, "protocol = \"ppt\"", poisson, "[network]\necn_lambda = 0.2"), "network.ecn_lambda"),
         ("this is = = not toml".to_string(), ""),
     ];
     for (doc, field) in &cases {

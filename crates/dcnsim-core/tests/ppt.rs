@@ -81,6 +81,57 @@ const WEBSEARCH: &str = r#"{"pattern":"poisson","cdf":"websearch","load":0.5,"fl
 
 /// Web search at load 0.5, 2000 flows, 16 hosts at 10G (PPT Fig. 12 reduced): PPT's overall
 /// average FCT is below DCTCP's; its small-flow average and p99 below DCTCP's and RC3's.
+/// A PPT scenario whose `[network]` gives no ECN thresholds gets the paper's (§3.2, Eq. 3):
+/// K = lambda x C x RTT per class, lambda = 0.17 for the HCP classes P0-P3 and 0.1 for the
+/// LCP classes P4-P7, with the LCP classes marked on the port's occupancy; the scenario's
+/// own settings win, and the normalized scenario runs again to the same switches.
+#[test]
+fn ppt_without_network_thresholds_gets_eq3_per_class_k_and_lcp_port_marking() {
+    // Two hosts on one 10 Gbps switch, 1 us links. Base RTT (CONVENTIONS.md) = 4 x 1 us of
+    // propagation + a 1500 B and a 64 B packet serialized on each of the 2 hops at 10 Gbps
+    // (2 x 1.2512 us) = 6.5024 us; BDP = 10 Gbps x 6.5024 us = 8,128 B;
+    // K_HCP = 0.17 x 8,128 = 1,381.76 -> 1,382 B, K_LCP = 0.1 x 8,128 = 812.8 -> 813 B.
+    let sc = |transport: &str, network: &str| {
+        let d = format!(
+            r#"{{"topology":{{"kind":"single_switch","hosts":2,"host_rate":"10Gbps","host_delay":"1us"}},
+               "transport":{transport},"network":{network},"workload":{{"pattern":"permutation","size":1000}}}}"#
+        );
+        parse_scenario(&d, Format::Json, Path::new("."))
+    };
+    let ks = |s: &dcnsim_core::Scenario| s.queue.ecn_k.iter().map(|k| k.unwrap().0).collect::<Vec<_>>();
+    let ppt = sc(r#"{"protocol":"ppt"}"#, "{}").unwrap();
+    assert_eq!(ppt.net_info.max_base_rtt.0, 6_502_400);
+    assert_eq!(ks(&ppt), [1382, 1382, 1382, 1382, 813, 813, 813, 813]);
+    assert_eq!(ppt.queue.ecn_port_classes, [4, 5, 6, 7]);
+    // Swift's HCP ignores ECN, but PPT over Swift marks its LCP the same way.
+    let over_swift = sc(r#"{"protocol":"ppt_swift"}"#, "{}").unwrap();
+    assert_eq!(ks(&over_swift)[4..], [813, 813, 813, 813]);
+    assert_eq!(over_swift.queue.ecn_port_classes, [4, 5, 6, 7]);
+    // lambda is PPT's parameter; 0.2 x 8,128 = 1,625.6 -> 1,626.
+    let l = sc(r#"{"protocol":"ppt","lambda_lcp":0.2}"#, "{}").unwrap();
+    assert_eq!(ks(&l), [1382, 1382, 1382, 1382, 1626, 1626, 1626, 1626]);
+    // With 4 classes the halves are P0-P1 / P2-P3.
+    let four = sc(r#"{"protocol":"ppt"}"#, r#"{"priorities":4}"#).unwrap();
+    assert_eq!((ks(&four), four.queue.ecn_port_classes.clone()), (vec![1382, 1382, 813, 813], vec![2, 3]));
+    // The paper's explicit settings (§6.2: 96 KB / 86 KB) and explicit marking win.
+    let explicit = sc(
+        r#"{"protocol":"ppt"}"#,
+        r#"{"ecn_k_per_queue":["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"],"ecn_port_classes":[]}"#,
+    )
+    .unwrap();
+    assert_eq!(ks(&explicit), [96_000, 96_000, 96_000, 96_000, 86_000, 86_000, 86_000, 86_000]);
+    assert!(explicit.queue.ecn_port_classes.is_empty());
+    assert_eq!(ks(&sc(r#"{"protocol":"ppt"}"#, r#"{"ecn_k":"50KB"}"#).unwrap()), [50_000; 8]);
+    // Other protocols keep network.ecn_lambda for every class and no port-marked class.
+    let dctcp = sc(r#"{"protocol":"dctcp"}"#, "{}").unwrap();
+    assert_eq!((ks(&dctcp), dctcp.queue.ecn_port_classes.len()), (vec![1382; 8], 0));
+    // The normalized scenario (scenario.json) is explicit and runs again to the same switches.
+    for s in [&ppt, &l, &explicit] {
+        let again = parse_scenario(&s.to_json(), Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((ks(&again), again.queue.ecn_port_classes.clone()), (ks(s), s.queue.ecn_port_classes.clone()));
+    }
+}
+
 #[test]
 fn ppt_beats_dctcp_and_rc3_on_websearch() {
     let (ppt_net, dctcp_net) = networks();

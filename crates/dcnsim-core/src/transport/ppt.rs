@@ -41,9 +41,11 @@
 //!     in step (P_i / P_i+4) by the bytes the flow has sent in both loops, with the PIAS
 //!     thresholds `thresholds` ([`crate::transport::tagging::Mlfq`]). ACKs ride P0.
 //! - **ECN thresholds (§3.2, Eq. 3)**: K = lambda x C x RTT per queue, lambda = 0.17 for
-//!   HCP classes and 0.1 for LCP classes. Switch queues are configured by the scenario's
-//!   `[network]` table, which a transport cannot change; see "Scenario settings" below and
-//!   [`recommended_ecn_k`].
+//!   HCP classes and 0.1 for LCP classes (`lambda_hcp`, `lambda_lcp`), the LCP classes
+//!   marked on the port's buffer occupancy. Switch queues belong to the scenario's
+//!   `[network]` table, which a transport cannot change at run time; PPT declares these
+//!   settings through [`Ppt::derive`] (the registry's `derive`), and the scenario applies
+//!   them where `[network]` is silent. See "Scenario settings" below.
 //!
 //! # Configuration (`protocol = "ppt"`)
 //! | field | default | meaning |
@@ -62,6 +64,8 @@
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
 //! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
 //! | `lcp_rtt` | "hcp" | the RTT of the idle rule: "hcp" = max(base RTT, HCP smoothed RTT) at opening; "lp" = also at least the smoothed LP ACK round trip, see "Which RTT" below |
+//! | `lambda_hcp` | 0.17 | Eq. 3's lambda of the HCP classes (used when `[network]` gives no ECN thresholds) |
+//! | `lambda_lcp` | 0.1 | Eq. 3's lambda of the LCP classes (same) |
 //!
 //! plus every `dctcp` field (`init_cwnd`, `min_rto`, `g`, `init_alpha`, ...), same defaults.
 //!
@@ -104,12 +108,18 @@
 //!   a 6% higher overall average FCT than the gap on the same network.
 //! - The delay compared is the fabric delay (the paper's Swift reacts to it only).
 //!
-//! # Scenario settings (the `[network]` table a PPT scenario must use)
+//! # Scenario settings (the `[network]` table of a PPT scenario)
 //! - `priorities = 8` (4 HCP + 4 LCP classes; with fewer classes the halves shrink).
-//! - `ecn_k_per_queue` = 4 x K_HCP then 4 x K_LCP: Eq. 3 with lambda 0.17 / 0.1 is
-//!   `ppt::recommended_ecn_k(&net, 0.17, 0.1)`; the paper's §6.2 simulation writes them
+//! - ECN thresholds, by default (neither `ecn_k` nor `ecn_k_per_queue` given): Eq. 3 per
+//!   class, K_HCP = `lambda_hcp` x C x RTT for the HCP half and K_LCP = `lambda_lcp` x C x RTT
+//!   for the LCP half ([`recommended_ecn_k`]: C = the fastest host rate, RTT = the largest
+//!   base RTT; the paper's Eq. 3 assumes one C and one RTT for the network, "we assume they
+//!   are fixed values of the network"). The paper's §6.2 simulation instead writes them
 //!   explicitly: `ecn_k_per_queue = ["96KB","96KB","96KB","96KB","86KB","86KB","86KB","86KB"]`
-//!   with `buffer = "120KB"` (Table 3's testbed: 100 KB / 80 KB).
+//!   with `buffer = "120KB"` (Table 3's testbed: 100 KB / 80 KB); explicit thresholds win. On
+//!   that network Eq. 3 gives K_HCP = 7.6 KB and K_LCP = 4.5 KB (BDP 44.5 KB): the paper's own
+//!   settings are not Eq. 3's, so the reproductions write them out. `lambda_*` given next to
+//!   different explicit thresholds, or `network.ecn_lambda` with PPT, are scenario errors.
 //! - The switch: CONVENTIONS.md's shared per-port buffer with drop-tail admission for every
 //!   class, as §6.2 ("a per-port buffer of 120KB") and §3.2 ("all data packets essentially
 //!   share the switch buffer") describe. ns-3's strict-priority queue disc (PrioQueueDisc)
@@ -160,8 +170,8 @@
 //!   found no reading of §3 under which a loop's sending is not bounded by EWD and the idle
 //!   rule, which is what the paper's "w/o ECN, PPT's LCP loop may perceive congestion after
 //!   packet loss, thus aggressively injecting LCP packets" would need.
-//! - `ecn_port_classes = [4, 5, 6, 7]` (required): the LCP classes compare their K with the
-//!   whole port's buffer occupancy, as §3.2 marks low-priority packets on *buffer occupancy*
+//! - `ecn_port_classes = [4, 5, 6, 7]` (the default for PPT when `[network]` does not list
+//!   any): the LCP classes compare their K with the whole port's buffer occupancy, as §3.2 marks low-priority packets on *buffer occupancy*
 //!   ("all data packets essentially share the switch buffer"), while the HCP classes 0-3 keep
 //!   per-queue marking (DCTCP's K on its own queue). Leave `ecn_per_port = false`. (In the
 //!   2-to-1 test of tests/ppt.rs, with the other fixes in place, per-queue LCP marking gives
@@ -339,6 +349,8 @@ struct PptOwn {
     hypothetical: bool,
     lcp_late_acks: bool,
     lcp_rtt: LcpRtt,
+    lambda_hcp: f64,
+    lambda_lcp: f64,
 }
 
 /// Which RTT the idle rule ("2 RTTs without low-priority ACKs") counts in (`lcp_rtt`).
@@ -368,6 +380,8 @@ impl Default for PptOwn {
             hypothetical: false,
             lcp_late_acks: false,
             lcp_rtt: LcpRtt::Hcp,
+            lambda_hcp: LAMBDA_HCP,
+            lambda_lcp: LAMBDA_LCP,
         }
     }
 }
@@ -393,6 +407,8 @@ impl Ppt {
         "hypothetical",
         "lcp_late_acks",
         "lcp_rtt",
+        "lambda_hcp",
+        "lambda_lcp",
     ];
 
     /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window` and
@@ -410,6 +426,8 @@ impl Ppt {
         "identification",
         "lcp_late_acks",
         "lcp_rtt",
+        "lambda_hcp",
+        "lambda_lcp",
     ];
 
     /// PPT over DCTCP (`protocol = "ppt"`).
@@ -422,7 +440,12 @@ impl Ppt {
         Self::build(cfg, net, true)
     }
 
-    fn build(cfg: &serde_json::Value, net: &NetInfo, over_swift: bool) -> Result<Ppt, PptConfigError> {
+    /// Split a `ppt` / `ppt_swift` table into (PPT's own fields parsed, the same as a table,
+    /// the TCP fields, Swift's fields).
+    fn parse_own(
+        cfg: &serde_json::Value,
+        over_swift: bool,
+    ) -> Result<(PptOwn, serde_json::Value, serde_json::Value, serde_json::Value), PptConfigError> {
         let (own, tcp, swift_own) = if over_swift {
             let fields: Vec<&str> = Self::FIELDS_SWIFT.iter().chain(swift::FIELDS).copied().collect();
             let (own, tcp) = split_table(cfg, "ppt_swift", &fields)?;
@@ -442,6 +465,48 @@ impl Ppt {
             (own, tcp, serde_json::Value::Null)
         };
         let o: PptOwn = crate::config::from_table(&own, "transport")?;
+        for (field, l) in [("lambda_hcp", o.lambda_hcp), ("lambda_lcp", o.lambda_lcp)] {
+            if !(l > 0.0 && l.is_finite()) {
+                return Err(ExtConfigError::OutOfRange {
+                    field: field.into(),
+                    value: l.to_string(),
+                    fix:
+                        "Eq. 3's lambda must be a positive number (the paper: 0.17 for HCP queues, 0.1 for LCP queues)"
+                            .into(),
+                });
+            }
+        }
+        Ok((o, own, tcp, swift_own))
+    }
+
+    /// The switch settings PPT prescribes (§3.2, Eq. 3), for a scenario whose `[network]`
+    /// leaves them out: per-class ECN thresholds K = lambda x C x RTT ([`recommended_ecn_k`]
+    /// with `lambda_hcp` for the HCP half of the classes and `lambda_lcp` for the LCP half)
+    /// and the LCP classes marked on the port's buffer occupancy (`ecn_port_classes`).
+    /// `ecn_from` lists the `lambda_*` keys the table gives explicitly: they only act through
+    /// this default, so the scenario rejects them next to explicit network thresholds.
+    pub fn derive(
+        cfg: &serde_json::Value,
+        net: &NetInfo,
+        over_swift: bool,
+    ) -> Result<crate::transport::registry::Derived, PptConfigError> {
+        let (o, own, _, _) = Self::parse_own(cfg, over_swift)?;
+        let classes = net.priorities.clamp(1, 8);
+        let half = (classes / 2).max(1);
+        Ok(crate::transport::registry::Derived {
+            transport: serde_json::Map::new(),
+            ecn_k_per_queue: Some(recommended_ecn_k(net, o.lambda_hcp, o.lambda_lcp)),
+            ecn_port_classes: Some((half..classes).collect()),
+            ecn_from: ["lambda_hcp", "lambda_lcp"]
+                .into_iter()
+                .filter(|k| own.get(*k).is_some())
+                .map(|k| format!("transport.{k}"))
+                .collect(),
+        })
+    }
+
+    fn build(cfg: &serde_json::Value, net: &NetInfo, over_swift: bool) -> Result<Ppt, PptConfigError> {
+        let (o, own, tcp, swift_own) = Self::parse_own(cfg, over_swift)?;
         let bad = |field: &str, value: String, fix: &str| ExtConfigError::OutOfRange {
             field: field.into(),
             value,

@@ -2,7 +2,8 @@
 //!
 //! To add a protocol: write its module under `transport/`, give it a config struct
 //! parsed from the scenario's `[transport]` table, and add one arm to [`build`] and
-//! one name to [`PROTOCOLS`]. Nothing in the network layer changes.
+//! one name to [`PROTOCOLS`] (and to [`derive`] if the protocol's paper prescribes settings
+//! the scenario may leave out). Nothing in the network layer changes.
 
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
@@ -14,6 +15,7 @@ use super::rc3::{Rc3, Rc3ConfigError};
 use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
 use super::{NetInfo, Transport};
+use crate::units::Bytes;
 use std::fmt;
 
 /// Protocol names accepted in `transport.protocol`.
@@ -82,6 +84,36 @@ impl fmt::Display for TransportError {
 }
 
 impl std::error::Error for TransportError {}
+
+/// Settings a protocol derives from the network and the workload where the scenario is
+/// silent ([`derive`]). The scenario validation applies them before building the run, and
+/// the normalized scenario (`scenario.json`) shows the values used.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Derived {
+    /// `[transport]` fields to fill in when the scenario's table does not give them.
+    pub transport: serde_json::Map<String, serde_json::Value>,
+    /// Per-class ECN thresholds for the switches when `[network]` gives neither `ecn_k` nor
+    /// `ecn_k_per_queue` (instead of `network.ecn_lambda` for every class).
+    pub ecn_k_per_queue: Option<Vec<Bytes>>,
+    /// `[network] ecn_port_classes` when the scenario does not give it.
+    pub ecn_port_classes: Option<Vec<u8>>,
+    /// The `[transport]` keys (full paths) the table gives that act only through
+    /// `ecn_k_per_queue`: the scenario rejects them next to explicit network thresholds,
+    /// where they would have no effect.
+    pub ecn_from: Vec<String>,
+}
+
+/// What `protocol` derives where the scenario is silent (see [`Derived`]). PPT (`ppt`,
+/// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
+/// occupancy. Other protocols: nothing.
+pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
+    match protocol {
+        "ppt" => Ppt::derive(cfg, net, false).map_err(TransportError::Ppt),
+        "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
+        p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
+        other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
+    }
+}
 
 /// Build the transport named `protocol` from its configuration table (`cfg` is the
 /// `[transport]` table without the `protocol` key), with random seed 0 (validation, tests).
