@@ -67,6 +67,7 @@
 
 use crate::packet::{FlowId, Packet};
 use crate::transport::pias_thresholds;
+use crate::transport::registry::Derived;
 use crate::transport::tagging::{check_thresholds, split_table, ExtConfigError, Mlfq};
 use crate::transport::tcp::{PriorityPolicy, Tcp, TcpConfig};
 use crate::transport::{Ctx, FlowInfo, FlowStats, NetInfo, Transport};
@@ -201,6 +202,18 @@ impl Pias {
         let params = TcpConfig::parse(&tcp)?.resolve(net, true)?;
         let inner = Tcp::new(params).with_priority_policy(Box::new(PiasPolicy { mlfq: Mlfq::new(t.clone()) }));
         Ok(Pias { inner, thresholds: t })
+    }
+
+    /// The `[transport]` fields PIAS fills in where the scenario is silent (the registry's
+    /// `derive`): `thresholds`, the workload's default ([`default_thresholds`]), so the
+    /// normalized scenario shows the thresholds used. Nothing when the table gives them.
+    pub fn derive(cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, PiasConfigError> {
+        let (own, _) = split_table(cfg, "pias", Self::FIELDS)?;
+        let mut d = Derived::default();
+        if own.get("thresholds").is_none() {
+            d.transport.insert("thresholds".into(), serde_json::json!(default_thresholds(net)));
+        }
+        Ok(d)
     }
 
     pub fn thresholds(&self) -> &[u64] {

@@ -493,8 +493,12 @@ impl Ppt {
         let (o, own, _, _) = Self::parse_own(cfg, over_swift)?;
         let classes = net.priorities.clamp(1, 8);
         let half = (classes / 2).max(1);
+        let mut transport = serde_json::Map::new();
+        if own.get("thresholds").is_none() {
+            transport.insert("thresholds".into(), serde_json::json!(Self::default_thresholds(net)));
+        }
         Ok(crate::transport::registry::Derived {
-            transport: serde_json::Map::new(),
+            transport,
             ecn_k_per_queue: Some(recommended_ecn_k(net, o.lambda_hcp, o.lambda_lcp)),
             ecn_port_classes: Some((half..classes).collect()),
             ecn_from: ["lambda_hcp", "lambda_lcp"]
@@ -503,6 +507,15 @@ impl Ppt {
                 .map(|k| format!("transport.{k}"))
                 .collect(),
         })
+    }
+
+    /// The default `thresholds`: the first (classes / 2 - 1, three with 8 classes) of PIAS's
+    /// default for the scenario's workload ([`crate::transport::pias::default_thresholds`]).
+    fn default_thresholds(net: &NetInfo) -> Vec<u64> {
+        let half = (net.priorities.clamp(1, 8) / 2).max(1);
+        let mut t = crate::transport::pias::default_thresholds(net);
+        t.truncate((half - 1) as usize);
+        t
     }
 
     fn build(cfg: &serde_json::Value, net: &NetInfo, over_swift: bool) -> Result<Ppt, PptConfigError> {
@@ -524,9 +537,7 @@ impl Ppt {
         let t: Vec<u64> = if own.get("thresholds").is_some() {
             o.thresholds.iter().map(|b| b.0).collect()
         } else {
-            let mut t = crate::transport::pias::default_thresholds(net);
-            t.truncate((half - 1) as usize);
-            t
+            Self::default_thresholds(net)
         };
         check_thresholds("thresholds", &t, (half - 1) as usize)?;
         if o.send_buffer.0 == 0 {

@@ -105,9 +105,11 @@ pub struct Derived {
 
 /// What `protocol` derives where the scenario is silent (see [`Derived`]). PPT (`ppt`,
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
-/// occupancy. Other protocols: nothing.
+/// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
+/// workload's default, `pias::default_thresholds`). Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
+        "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
         "ppt" => Ppt::derive(cfg, net, false).map_err(TransportError::Ppt),
         "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
