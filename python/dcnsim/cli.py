@@ -138,11 +138,20 @@ def _human(key: str, v: Any) -> str:
     return str(v)
 
 
-def _facts(table: dict[str, Any]) -> str:
+def _facts(table: dict[str, Any], lists: bool = False) -> str:
+    """``k=v`` pairs of a table's scalar fields (and its lists of scalars, with ``lists``)."""
+
+    def show(k: str, v: Any) -> str:
+        if isinstance(v, list):
+            return "[" + ", ".join(str(x) for x in v) + "]"
+        return _human(k, v)
+
     return ", ".join(
-        f"{k}={_human(k, v)}"
+        f"{k}={show(k, v)}"
         for k, v in table.items()
-        if v is not None and not isinstance(v, (dict, list))
+        if v is not None
+        and not isinstance(v, dict)
+        and (not isinstance(v, list) or (lists and not any(isinstance(x, (dict, list)) for x in v)))
     )
 
 
@@ -189,6 +198,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     transport = sc.get("transport", {})
     if isinstance(transport, dict) and "protocol" in transport:
         facts.append(f"protocol: {transport['protocol']}")
+        # The protocol's fields: those the scenario gives and those the protocol derived
+        # where it was silent (PIAS/PPT demotion thresholds from the workload).
+        rest = {k: v for k, v in transport.items() if k != "protocol"}
+        if rest:
+            facts.append(f"transport: {_facts(rest, lists=True)}")
     for i, w in enumerate(sc.get("workload", []) or []):
         if isinstance(w, dict):
             facts.append(f"workload[{i}]: {_facts(w)}")

@@ -102,6 +102,9 @@ def test_validate_shows_the_ecn_thresholds_a_protocol_derives(
     assert r.returncode == 0, r.stderr
     want = "ecn: K per class = " + ", ".join(["1382B"] * 4 + ["813B"] * 4)
     assert want + "; classes 4, 5, 6, 7 on the port's occupancy" in r.stdout, r.stdout
+    # ... and the demotion thresholds PPT derived for the workload (web search: the first
+    # three of the PIAS authors' web-search set, 46 / 1084 / 1717 packets of 1460 B).
+    assert "transport: thresholds=[67160, 1582640, 2506820]" in r.stdout, r.stdout
 
 
 BAD_INPUT = [
