@@ -89,8 +89,8 @@
 //!   their thresholds at the largest size rounded up to whole packets (`top`) and the
 //!   packets after it (`top + unit`, `top + 2 unit`, ...): all such placements tie, and ties
 //!   go to the smallest. For a single size the model prefers not to split flows at all
-//!   (every threshold at or past the size: FCFS). A distribution within one packet (e.g. the
-//!   shipped W1 step CDF, largest size 1,459 B) gives 1, 2, ..., K-1 packets.
+//!   (every threshold at or past the size: FCFS). A distribution within one packet gives 1, 2,
+//!   ..., K-1 packets.
 //! - An empty CDF, or one with no positive probability or a zero mean: thresholds 1, 2, ...,
 //!   K-1 packets (nothing to optimise). `unit = 0` is read as 1 byte.
 //! - Points are read in the given order as a CDF (a point whose probability does not exceed
