@@ -245,3 +245,64 @@ def test_ppt_fig24_reduced_ppt_beats_rc3_with_a_limited_low_priority_buffer(tmp_
         rc3 = t[(share,)]
         assert ppt["avg_fct_us"] < rc3["avg_fct_us"], share
         assert ppt["large_avg_fct_us"] < rc3["large_avg_fct_us"], share
+
+
+def test_queue_metrics_split_the_bottleneck_occupancy_by_the_transports_low_priority_classes(
+    tmp_path: Path,
+) -> None:
+    """Hand-computed QUEUE_METRICS on a synthetic run folder, and the classes each transport
+    reserves for opportunistic packets."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dcnsim.repro import _queue_metrics, lp_classes
+
+    def sc(proto: str, prios: int = 8) -> dict[str, Any]:
+        return {"transport": {"protocol": proto}, "network": {"priorities": prios}}
+
+    assert lp_classes(sc("ppt")) == [4, 5, 6, 7]
+    assert lp_classes(sc("ppt_swift", 4)) == [2, 3]
+    assert lp_classes(sc("rc3")) == [1, 2, 3, 4, 5, 6, 7]
+    assert lp_classes(sc("dctcp")) == [] and lp_classes(sc("pias")) == []
+    # Port 3 (switch) serializes the most bytes; port 0 is a host NIC (not a candidate even
+    # though it is busier), port 4 a less busy switch port. Port 3's active span is
+    # t = 20..40 us (three instants; t = 10 and 50 are idle). Queue rows outside the span or
+    # of other ports do not count; t = 30 has no row for port 3 (empty queue).
+    (tmp_path / "ports.csv").write_text(
+        "id,node,peer,node_kind,peer_kind\n0,0,3,host,switch\n3,3,2,switch,host\n4,3,0,switch,host\n"
+    )
+    t = [10.0, 20.0, 30.0, 40.0, 50.0]
+    pq.write_table(
+        pa.table(
+            {
+                "t_us": t * 3,
+                "port": [3] * 5 + [4] * 5 + [0] * 5,
+                "tx_bytes": [0, 100, 100, 100, 0] + [0, 10, 10, 10, 0] + [500] * 5,
+                "utilization": [0.0, 0.5, 0.5, 0.5, 0.0] + [0.0, 0.1, 0.1, 0.1, 0.0] + [0.9] * 5,
+            }
+        ),
+        tmp_path / "link.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "t_us": [10.0, 20.0, 20.0, 20.0, 40.0, 40.0, 50.0, 20.0],
+                "port": [3, 3, 3, 3, 3, 3, 3, 4],
+                "prio": [0, 0, 3, 5, 1, 7, 0, 0],
+                "bytes": [9000, 1000, 500, 3000, 1500, 600, 9000, 7000],
+            }
+        ),
+        tmp_path / "queue.parquet",
+    )
+    (tmp_path / "scenario.json").write_text(json.dumps(sc("ppt")))
+    m = _queue_metrics(tmp_path)
+    assert m["bottleneck_hp_avg_bytes"] == pytest.approx((1000 + 500 + 1500) / 3)
+    assert m["bottleneck_lp_avg_bytes"] == pytest.approx((3000 + 600) / 3)
+    assert m["bottleneck_lp_share"] == pytest.approx(3600 / 6600)
+    (tmp_path / "scenario.json").write_text(json.dumps(sc("rc3")))
+    assert _queue_metrics(tmp_path)["bottleneck_lp_avg_bytes"] == pytest.approx(5600 / 3)
+    (tmp_path / "scenario.json").write_text(json.dumps(sc("dctcp")))
+    m = _queue_metrics(tmp_path)
+    assert (m["bottleneck_lp_avg_bytes"], m["bottleneck_lp_share"]) == (0.0, 0.0)
