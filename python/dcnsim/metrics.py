@@ -152,6 +152,22 @@ def bottleneck_stats(
     return out
 
 
+def lp_efficiency(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> dict[str, Any]:
+    """Opportunistic (low-priority loop) payload of the selected flows: bytes sent
+    (``lp_sent_bytes_total``) and the fraction of them that reached the receiving host
+    (``lp_transfer_efficiency``, PPT Fig. 29's low-priority transfer efficiency). The
+    efficiency is NaN when no opportunistic byte was sent (transports without a low-priority
+    loop); both are NaN when the flow table lacks the ``lp_*`` columns."""
+    if "lp_sent_bytes" not in flows or "lp_rcvd_bytes" not in flows:
+        return {"lp_sent_bytes_total": math.nan, "lp_transfer_efficiency": math.nan}
+    sent = int(np.sum(np.asarray(flows["lp_sent_bytes"], dtype=np.uint64)[sel]))
+    rcvd = int(np.sum(np.asarray(flows["lp_rcvd_bytes"], dtype=np.uint64)[sel]))
+    return {
+        "lp_sent_bytes_total": sent,
+        "lp_transfer_efficiency": rcvd / sent if sent > 0 else math.nan,
+    }
+
+
 def goodput(flows: Mapping[str, np.ndarray], ports: Mapping[str, np.ndarray] | None) -> float:
     """Payload delivery rate in steady state, normalized by the hosts' link capacity.
 
@@ -238,6 +254,7 @@ def summarize(
     sent_done = float(np.sum(np.asarray(flows["sent_bytes"], dtype=np.float64)[done]))
     delivered = float(np.sum(size[done]))
     s["transfer_efficiency"] = delivered / sent_done if sent_done > 0 else math.nan
+    s.update(lp_efficiency(flows, done))
     s["goodput"] = goodput(flows, ports)
     s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
     timeouts = np.asarray(flows["timeouts"], dtype=np.uint64)

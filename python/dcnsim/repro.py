@@ -17,8 +17,19 @@ three more tables::
 
 Every other grid key splits the table into blocks (one per combination of their values;
 a ``seed`` key is averaged over instead). Columns are summary keys (``docs/results.md``)
-or one of the derived link metrics in :data:`LINK_METRICS`, computed on the busiest
-sampled switch port of each run.
+or one of the derived metrics of the busiest sampled switch port of each run (the port
+that serialized the most bytes in ``link.parquet``; needs ``output.sample_interval``):
+
+* :data:`LINK_METRICS`, from ``link.parquet``: utilization;
+* :data:`QUEUE_METRICS`, from ``queue.parquet``: the average occupancy of the port's
+  high- and low-priority classes and the low-priority share (PPT Fig. 28). Averages are
+  over the sampling instants of the port's active span (its first to its last sampling
+  interval with traffic; an instant without a queue row is an empty queue). Which classes
+  are low priority comes from the run's ``scenario.json`` (:func:`lp_classes`): the
+  classes the transport reserves for opportunistic packets, PPT's P4-P7 and RC3's P1-P7
+  with 8 classes, none for other transports (their whole queue counts as high priority).
+
+The low-priority loop's transfer efficiency is a summary key (``lp_transfer_efficiency``).
 
 Outputs in the output folder, next to the run folders: ``table.csv`` (one row per
 (block, row label) with every column), ``table.md`` (the same as Markdown, with the
@@ -49,6 +60,14 @@ LINK_METRICS = {
     "util_busy": "mean utilization of that port over the sampling intervals during which some "
     "flow to the port's peer was active the whole interval (the port had work waiting)",
 }
+QUEUE_METRICS = {
+    "bottleneck_hp_avg_bytes": "bytes queued in the high-priority classes (every class not "
+    "in lp_classes) of the busiest sampled switch port, mean over the sampling instants of "
+    "its active span",
+    "bottleneck_lp_avg_bytes": "the same for the low-priority classes (lp_classes)",
+    "bottleneck_lp_share": "bottleneck_lp_avg_bytes / (bottleneck_hp_avg_bytes + "
+    "bottleneck_lp_avg_bytes): the low-priority classes' share of the average occupancy",
+}
 LABELS = {
     "avg_fct_us": "avg FCT (us)",
     "small_avg_fct_us": "small avg FCT (us)",
@@ -69,6 +88,11 @@ LABELS = {
     "bottleneck_first_rtt_util": "bottleneck util. in 1st RTT",
     "bottleneck_queue_avg_bytes": "bottleneck avg queue (B)",
     "bottleneck_queue_max_bytes": "bottleneck max queue (B)",
+    "bottleneck_hp_avg_bytes": "HP avg queue (B)",
+    "bottleneck_lp_avg_bytes": "LP avg queue (B)",
+    "bottleneck_lp_share": "LP share of queue",
+    "lp_transfer_efficiency": "LP transfer efficiency",
+    "lp_sent_bytes_total": "LP payload sent (B)",
 }
 
 
@@ -137,22 +161,34 @@ def load_repro(folder: str | os.PathLike[str], reduced: bool = False) -> Repro:
     )
 
 
-def _link_metrics(run_dir: Path) -> dict[str, float]:
+def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
+    """The sampled switch port (any sampled port if none is a switch's) that serialized the
+    most bytes, and the run's link samples; None without link samples."""
     import numpy as np
     import pyarrow.parquet as pq
 
     lp = run_dir / "link.parquet"
     if not lp.is_file():
-        return {}
+        return None
     t = pq.read_table(lp).to_pydict()
     ports = _switch_ports(run_dir)
     port = np.asarray(t["port"])
-    util = np.asarray(t["utilization"], float)
     tx = np.asarray(t["tx_bytes"], float)
     keep = np.isin(port, list(ports)) if ports else np.ones(len(port), bool)
     if not keep.any():
+        return None
+    return max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum()), t
+
+
+def _link_metrics(run_dir: Path) -> dict[str, float]:
+    import numpy as np
+
+    found = _busiest_switch_port(run_dir)
+    if found is None:
         return {}
-    busiest = max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum())
+    busiest, t = found
+    port = np.asarray(t["port"])
+    util = np.asarray(t["utilization"], float)
     u = util[port == busiest]
     # Intervals before the first and after the last activity of that port are idle by
     # construction (warm-up, drain); count the span in between.
@@ -167,6 +203,64 @@ def _link_metrics(run_dir: Path) -> dict[str, float]:
         "util_p10": float(np.sort(u)[max(0, math.ceil(0.1 * len(u)) - 1)]),
         "util_below_40": float((u < 0.4).mean()),
         "util_port": float(busiest),
+    }
+
+
+def lp_classes(scenario: dict[str, Any]) -> list[int]:
+    """The priority classes a run's transport reserves for opportunistic packets (its
+    low-priority loop), from the run's normalized scenario (``scenario.json``): PPT and PPT
+    over Swift the upper half of the classes (P4-P7 with 8: mirror-symmetric tagging), RC3
+    every class below its primary loop's class 0 (P1-P7 with 8), any other transport none
+    (every class counts as high priority). ``network.priorities`` is capped at 8 as the
+    transports cap it."""
+    proto = scenario.get("transport", {}).get("protocol")
+    n = min(max(int(scenario.get("network", {}).get("priorities", 8)), 1), 8)
+    if proto in ("ppt", "ppt_swift"):
+        return list(range(max(n // 2, 1), n))
+    if proto == "rc3":
+        return list(range(1, n))
+    return []
+
+
+def _queue_metrics(run_dir: Path) -> dict[str, float]:
+    """:data:`QUEUE_METRICS` of a run folder (empty without queue and link samples).
+
+    The port is the one :func:`_link_metrics` reports on; its active span runs from its
+    first to its last sampling interval with traffic (as for ``bottleneck_queue_avg_bytes``).
+    Each sampling instant of the span counts once, an instant without a ``queue.parquet``
+    row for a class being an empty queue; the means are the sums of the queued bytes over
+    those instants divided by their number."""
+    import json
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    found = _busiest_switch_port(run_dir)
+    qf = run_dir / "queue.parquet"
+    if found is None or not qf.is_file():
+        return {}
+    busiest, t = found
+    port = np.asarray(t["port"])
+    tl = np.asarray(t["t_us"], float)[port == busiest]
+    busy = tl[np.asarray(t["utilization"], float)[port == busiest] > 0]
+    if not len(busy):
+        return {}
+    t0, t1 = float(busy.min()), float(busy.max())
+    instants = int(((tl >= t0) & (tl <= t1)).sum())
+    q = pq.read_table(qf).to_pydict()
+    qt = np.asarray(q["t_us"], float)
+    sel = (np.asarray(q["port"]) == busiest) & (qt >= t0) & (qt <= t1)
+    prio = np.asarray(q["prio"])[sel]
+    qb = np.asarray(q["bytes"], float)[sel]
+    sc = run_dir / "scenario.json"
+    lp_set = lp_classes(json.loads(sc.read_text())) if sc.is_file() else []
+    is_lp = np.isin(prio, lp_set)
+    hp = float(qb[~is_lp].sum()) / instants
+    lp = float(qb[is_lp].sum()) / instants
+    return {
+        "bottleneck_hp_avg_bytes": hp,
+        "bottleneck_lp_avg_bytes": lp,
+        "bottleneck_lp_share": lp / (hp + lp) if hp + lp > 0 else float("nan"),
     }
 
 
@@ -242,6 +336,8 @@ def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
         vals = dict(r)
         if any(c in LINK_METRICS for c in rep.columns):
             vals.update(_link_metrics(Path(task.out_dir)))
+        if any(c in QUEUE_METRICS for c in rep.columns):
+            vals.update(_queue_metrics(Path(task.out_dir)))
         key = (*(task.values.get(k) for k in block_keys), task.values.get(rep.rows))
         row = rows.setdefault(
             key,
@@ -327,6 +423,7 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
 
     from dcnsim.results import atomic_write_bytes
 
+    bottom = 0.0  # figure fraction kept free below the panels (for a figure legend)
     if rep.plot == "link_util":
         import pyarrow.parquet as pq
 
@@ -356,13 +453,19 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
     else:
         blocks = _blocks(rep, table)
         n = len(rep.columns)
-        fig, axes = plt.subplots(1, n, figsize=(3.2 * n + 1, 3.6), squeeze=False)
+        # At most four panels per row.
+        ncol = min(n, 4)
+        nrow = -(-n // ncol)
+        fig, grid = plt.subplots(nrow, ncol, figsize=(3.2 * ncol + 1, 3.6 * nrow), squeeze=False)
+        axes = list(grid.flat)
+        for ax in axes[n:]:
+            ax.set_visible(False)
         labels = [", ".join(str(v) for _, v in b) or "all" for b in blocks]
         names: list[Any] = []
         for rows in blocks.values():
             names.extend(r[rep.rows] for r in rows if r[rep.rows] not in names)
         width = 0.8 / max(1, len(names))
-        for ax, c in zip(axes[0], rep.columns):
+        for ax, c in zip(axes, rep.columns):
             for i, name in enumerate(names):
                 ys = []
                 for rows in blocks.values():
@@ -373,9 +476,14 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
             ax.set_xticklabels(labels, fontsize=7)
             ax.set_title(LABELS.get(c, c), fontsize=9)
             ax.grid(axis="y", alpha=0.3)
-        axes[0][0].legend(fontsize=7)
         fig.suptitle(rep.title + (" (reduced)" if rep.reduced else ""), fontsize=10)
-    fig.tight_layout()
+        if nrow == 1:
+            axes[0].legend(fontsize=7)
+        else:  # below the panels, so that it hides no bar
+            handles, names_ = axes[0].get_legend_handles_labels()
+            fig.legend(handles, names_, loc="lower center", ncol=min(len(names), 8), fontsize=8)
+            bottom = 0.06
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
@@ -448,10 +556,12 @@ def list_repros(root: str | os.PathLike[str] = "repro") -> Sequence[Path]:
 
 __all__ = [
     "LINK_METRICS",
+    "QUEUE_METRICS",
     "Repro",
     "ReproResult",
     "build_table",
     "load_repro",
+    "lp_classes",
     "run_repro",
     "select_variants",
 ]

@@ -183,3 +183,25 @@ def test_bottleneck_stats_hand_computed() -> None:
     assert s["bottleneck_queue_avg_bytes"] == pytest.approx((0 + 4000 + 2000 + 0) / 4)
     none = bottleneck_stats(flows, None, queues)
     assert all(math.isnan(v) for v in none.values())
+
+
+def test_lp_transfer_efficiency_hand_computed() -> None:
+    raw = synthetic_core_output(
+        size=[100_000, 200_000, 300_000, 400_000],
+        fct_us=[10, 20, None, 30],
+        ideal_us=[5, 5, 5, 5],
+        sent=[100_000, 210_000, 1000, 400_000],
+        background=[False, False, False, True],
+    )
+    # Opportunistic payload sent / arrived: the unfinished flow 2 and the background flow 3
+    # do not count (the same flows as transfer_efficiency).
+    raw["flows"]["lp_sent_bytes"] = np.array([10_000, 30_000, 5_000, 7_000], dtype=np.uint64)
+    raw["flows"]["lp_rcvd_bytes"] = np.array([10_000, 20_000, 0, 7_000], dtype=np.uint64)
+    s = Results.from_core(raw).summary()
+    assert s["lp_sent_bytes_total"] == 40_000
+    assert s["lp_transfer_efficiency"] == pytest.approx(30_000 / 40_000)
+    # A core output without the columns (no low-priority loop): nothing sent, no efficiency.
+    s = Results.from_core(
+        synthetic_core_output(size=[1000], fct_us=[10], ideal_us=[5], sent=[1000])
+    ).summary()
+    assert s["lp_sent_bytes_total"] == 0 and math.isnan(s["lp_transfer_efficiency"])

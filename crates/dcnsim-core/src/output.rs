@@ -20,6 +20,11 @@ pub struct FlowTable {
     pub sent_bytes: Vec<u64>,
     pub retx_bytes: Vec<u64>,
     pub timeouts: Vec<u32>,
+    /// Opportunistic (low-priority loop) payload bytes sent, included in `sent_bytes`; 0 for
+    /// transports without such a loop.
+    pub lp_sent_bytes: Vec<u64>,
+    /// Opportunistic payload bytes that reached the receiving host.
+    pub lp_rcvd_bytes: Vec<u64>,
     pub background: Vec<bool>,
     /// Deadline relative to start; `u64::MAX` if none.
     pub deadline_ps: Vec<u64>,

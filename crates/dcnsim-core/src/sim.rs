@@ -586,6 +586,8 @@ impl<'a> Sim<'a> {
             ft.sent_bytes.push(self.sent[i]);
             ft.retx_bytes.push(st.retx_bytes);
             ft.timeouts.push(st.timeouts);
+            ft.lp_sent_bytes.push(st.lp_sent_bytes);
+            ft.lp_rcvd_bytes.push(st.lp_rcvd_bytes);
             ft.background.push(f.background);
             ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
         }

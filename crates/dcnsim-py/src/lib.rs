@@ -197,6 +197,8 @@ fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict
     d.set_item("sent_bytes", column(py, &f.sent_bytes))?;
     d.set_item("retx_bytes", column(py, &f.retx_bytes))?;
     d.set_item("timeouts", column(py, &f.timeouts))?;
+    d.set_item("lp_sent_bytes", column(py, &f.lp_sent_bytes))?;
+    d.set_item("lp_rcvd_bytes", column(py, &f.lp_rcvd_bytes))?;
     d.set_item("background", column(py, &f.background))?;
     d.set_item("deadline_ps", column(py, &f.deadline_ps))?;
     Ok(d)

@@ -1740,7 +1740,7 @@ mod tests {
         let d = kinds(&a, KIND_DATA);
         assert_eq!(d.len(), 1);
         assert_eq!((d[0].seq, d[0].aux2 & DATA_RETX), (MSS, DATA_RETX));
-        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1 });
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1, ..FlowStats::default() });
         // It arrives: complete, ACK to the sender, which forgets the message.
         let a = call(1, Time::us(115), &fl, |c| h.on_packet(c, &d[0]));
         assert_eq!(a.completions, vec![0]);
@@ -1837,7 +1837,7 @@ mod tests {
         assert!(d[..3].iter().all(|p| p.aux2 & DATA_RETX != 0));
         let s = h.aeolus_sender(0).unwrap();
         assert_eq!((s.detected_lost(), s.resent()), (3, 3));
-        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 3 * MSS, timeouts: 0 });
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 3 * MSS, timeouts: 0, ..FlowStats::default() });
         // More grants never resend them again.
         let g = Packet { src: 1, dst: 0, flow: 0, kind: KIND_GRANT, seq: 20 * MSS, rank: 7, ..Packet::default() };
         h.hosts[0].nic_busy = true;
@@ -1910,7 +1910,7 @@ mod tests {
         last.src = 0;
         let a = call(1, Time::us(30), &fl, |c| h.on_packet(c, &last));
         assert_eq!(a.completions, vec![0]);
-        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 0 });
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 0, ..FlowStats::default() });
     }
 
     /// The receiver timer of flow `f` among `a`'s timers, if one was armed.
@@ -1988,7 +1988,7 @@ mod tests {
             done.extend(call(1, Time::us(112), &fl, |c| h.on_packet(c, p)).completions);
         }
         assert_eq!(done, vec![0]);
-        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 2 * 4200, timeouts: 1 });
+        assert_eq!(h.flow_stats(0), FlowStats { retx_bytes: 2 * 4200, timeouts: 1, ..FlowStats::default() });
     }
 
     /// Homa's RESEND rule (HomaModule: "we've received everything that we've granted, so we

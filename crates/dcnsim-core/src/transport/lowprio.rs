@@ -676,6 +676,9 @@ struct Slot {
     rcv: Half<RcvFlow>,
     stats: FlowStats,
     lp_stats: LpStats,
+    /// Payload bytes of opportunistic packets that reached the receiver (any state, after
+    /// the emulated admission drop of `discard_ce_lp`).
+    lp_rcvd: u64,
 }
 
 /// The HCP's priority policy for one call.
@@ -1075,6 +1078,9 @@ impl DualLoop {
                     return; // emulated low-priority admission drop
                 }
                 let slot = &mut self.slots[id];
+                if lp {
+                    slot.lp_rcvd += pkt.payload as u64;
+                }
                 match slot.rcv {
                     Half::Done => {
                         if !lp {
@@ -1203,10 +1209,16 @@ impl DualLoop {
         }
     }
 
+    /// The HCP's counters plus the opportunistic payload sent and received.
     pub fn flow_stats_impl(&self, flow: FlowId) -> FlowStats {
         match self.slots.get(flow as usize) {
-            Some(Slot { snd: Half::Active(f), .. }) => f.hcp.stats(),
-            Some(s) => s.stats,
+            Some(s) => {
+                let (hcp, lp) = match &s.snd {
+                    Half::Active(f) => (f.hcp.stats(), f.lp.stats()),
+                    _ => (s.stats, s.lp_stats),
+                };
+                FlowStats { lp_sent_bytes: lp.bytes, lp_rcvd_bytes: s.lp_rcvd, ..hcp }
+            }
             None => FlowStats::default(),
         }
     }

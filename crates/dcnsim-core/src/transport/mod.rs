@@ -182,6 +182,12 @@ pub struct FlowStats {
     pub retx_bytes: u64,
     /// Retransmission timeouts that fired for this flow.
     pub timeouts: u32,
+    /// Payload bytes of opportunistic (low-priority loop) packets the sender put on the wire
+    /// (RC3, PPT; 0 for transports without such a loop). Included in the flow's sent bytes.
+    pub lp_sent_bytes: u64,
+    /// Payload bytes of opportunistic packets that reached the receiving host (counted on
+    /// arrival, whether or not the receiver still needed them).
+    pub lp_rcvd_bytes: u64,
 }
 
 /// A transport protocol. See the module documentation for the contract.

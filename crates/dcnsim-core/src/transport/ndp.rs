@@ -1514,7 +1514,7 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!((d[0].seq, d[0].aux2), (MSS, DATA_RETX));
         assert!(d[0].flags.has(PacketFlags::UNSCHEDULED), "sent without a PULL");
-        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1 });
+        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1, ..FlowStats::default() });
         // The next deadline is one rto after the resend.
         assert_eq!(a.timers.len(), 1);
         assert_eq!(a.timers[0].0, Time::us(200));
@@ -1733,7 +1733,7 @@ mod tests {
         assert!(kinds(&a, KIND_DATA).iter().all(|d| d.seq != MSS));
         let s = n.sender(0).unwrap();
         assert_eq!(s.aeolus().unwrap().resent(), 1);
-        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 0 });
+        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 0, ..FlowStats::default() });
     }
 
     /// Sender: the last two unscheduled packets are dropped (tail loss). No later packet
@@ -1763,7 +1763,7 @@ mod tests {
         assert!(a.sends.is_empty());
         call(&mut n, &flows, Time::us(6), 0, |n, c| n.on_packet(c, &pa));
         assert_eq!(n.sender(0).unwrap().queued_rtx(), 0);
-        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: 2 * MSS, timeouts: 0 });
+        assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: 2 * MSS, timeouts: 0, ..FlowStats::default() });
         assert_eq!(n.sender(0).unwrap().aeolus().unwrap().resent(), 2);
     }
 

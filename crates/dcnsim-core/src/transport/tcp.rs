@@ -859,7 +859,7 @@ impl TcpSender {
         self.una >= self.size && self.max >= self.size
     }
     pub fn stats(&self) -> FlowStats {
-        FlowStats { retx_bytes: self.retx_bytes, timeouts: self.timeouts }
+        FlowStats { retx_bytes: self.retx_bytes, timeouts: self.timeouts, ..FlowStats::default() }
     }
 
     // ---- driving ----
@@ -2056,7 +2056,7 @@ mod tests {
         assert_eq!(s.cwnd(), MSS);
         assert_eq!(s.ssthresh(), 5 * MSS, "ssthresh kept on a repeated timeout");
         let st = h.tcp.flow_stats(0);
-        assert_eq!(st, FlowStats { retx_bytes: 2 * MSS, timeouts: 2 });
+        assert_eq!(st, FlowStats { retx_bytes: 2 * MSS, timeouts: 2, ..FlowStats::default() });
     }
 
     #[test]
