@@ -574,10 +574,12 @@ pub enum OpenPolicy {
     /// PPT §3.1: case 1 at start (I = BDP - initial window; one RTT later for identified
     /// large flows, with `delay_large`), case 2 as `case2` says.
     Intermittent { case2: Case2, delay_large: bool },
-    /// PPT §2.3's "hypothetical DCTCP": at every HCP round a fresh loop sends
-    /// MW - cwnd bytes paced over the round, where MW = max(path BDP, largest cwnd so far)
-    /// stands in for the maximum window recorded in a previous plain-DCTCP run.
-    Hypothetical,
+    /// PPT §2.3's "hypothetical DCTCP": at flow start and at every HCP round a fresh loop
+    /// sends fill x MW - cwnd bytes (nothing when negative) paced over the round, where
+    /// MW = max(path BDP, largest cwnd so far) stands in for the maximum window recorded in
+    /// a previous plain-DCTCP run. `fill = 1.0` fills the gap to MW (Fig. 2); Fig. 3 varies
+    /// it from 0.5 to 1.5.
+    Hypothetical { fill: f64 },
 }
 
 /// What opens a case-2 loop (spare bandwidth after start-up): the congestion signal of the
@@ -836,6 +838,16 @@ fn with_lcp(
     op(&mut f.lp, &mut lx);
 }
 
+/// The hypothetical DCTCP's target window: `fill` x MW, rounded to the nearest byte (MW
+/// itself at `fill = 1.0`).
+fn fill_target(mw: u64, fill: f64) -> u64 {
+    if fill == 1.0 {
+        mw
+    } else {
+        (mw as f64 * fill).round() as u64
+    }
+}
+
 fn lp_class_rc3(p: &DualParams, info: &FlowInfo, seq: u64) -> u8 {
     if let Tagging::Rc3 { first_lp, levels, .. } = &p.tagging {
         let from_end = (info.size.0 - seq.min(info.size.0)).saturating_sub(1) / p.tcp.mss;
@@ -867,7 +879,7 @@ impl DualLoop {
     /// PPT case 2 bookkeeping after an HCP ACK; opens a loop when the trigger says so.
     fn after_ack(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
         match self.p.open {
-            OpenPolicy::Hypothetical => self.hypothetical_round(id, info, now, out),
+            OpenPolicy::Hypothetical { fill } => self.hypothetical_round(id, info, now, out, fill),
             OpenPolicy::Intermittent { case2: Case2::Alpha { window }, .. } => {
                 self.alpha_trigger(id, info, now, out, window)
             }
@@ -962,7 +974,7 @@ impl DualLoop {
         }
     }
 
-    fn hypothetical_round(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions) {
+    fn hypothetical_round(&mut self, id: usize, info: &FlowInfo, now: Time, out: &mut Actions, fill: f64) {
         let p = &self.p;
         let Half::Active(f) = &mut self.slots[id].snd else { return };
         let bdp = info.path_rate.bdp(info.base_rtt).0;
@@ -971,7 +983,7 @@ impl DualLoop {
             return;
         }
         f.round_end = f.hcp.snd_max();
-        let init = f.w_max.saturating_sub(f.hcp.cwnd());
+        let init = fill_target(f.w_max, fill).saturating_sub(f.hcp.cwnd());
         let rtt = rtt_of(f, info);
         f.lp.close();
         with_lcp(p, f, info, now, out, |lp, lx| {
@@ -1047,7 +1059,15 @@ impl DualLoop {
             f.hcp.start(&mut cx);
         }
         if self.p.lcp {
-            let init = self.case1_window(info);
+            let init = match self.p.open {
+                // The hypothetical DCTCP's first round: fill x MW - initial window, with MW =
+                // max(BDP, initial window) (= BDP - initial window, case 1's, at fill 1).
+                OpenPolicy::Hypothetical { fill } => {
+                    let iw = self.p.tcp.init_cwnd;
+                    fill_target(info.path_rate.bdp(info.base_rtt).0.max(iw), fill).saturating_sub(iw)
+                }
+                _ => self.case1_window(info),
+            };
             let delay = matches!(self.p.open, OpenPolicy::Intermittent { delay_large: true, .. }) && large;
             if delay {
                 f.case1_pending = true;

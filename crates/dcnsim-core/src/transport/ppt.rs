@@ -62,6 +62,7 @@
 //! | `scheduling` | true | false: every HCP packet in P0, every LCP packet in P4 (Fig. 17) |
 //! | `identification` | true | false: no flow is identified large (Fig. 18) |
 //! | `hypothetical` | false | the "hypothetical DCTCP" of §2.3, see below |
+//! | `hypothetical_fill` | 1.0 | the hypothetical DCTCP fills each round up to this fraction of MW (§2.3 Fig. 3: 0.5-1.5); positive; an error without `hypothetical = true` |
 //! | `lcp_late_acks` | false | true: LP ACKs arriving after the idle rule ended their loop still release a packet (non-ECE), see "LCP ECN" below |
 //! | `lcp_rtt` | "hcp" | the RTT of the idle rule: "hcp" = max(base RTT, HCP smoothed RTT) at opening; "lp" = also at least the smoothed LP ACK round trip, see "Which RTT" below |
 //! | `lambda_hcp` | 0.17 | Eq. 3's lambda of the HCP classes (used when `[network]` gives no ECN thresholds) |
@@ -91,7 +92,7 @@
 //!   ECN-capable since Swift ignores ECN), the 2-RTT idle rule, meeting in the middle,
 //!   identification and mirror tagging are PPT's.
 //!
-//! Fields: PPT's (except `alpha_window`, `case2` and `hypothetical`, which are
+//! Fields: PPT's (except `alpha_window`, `case2`, `hypothetical` and `hypothetical_fill`, which are
 //! DCTCP-specific), every `swift` field, and the TCP fields Swift accepts.
 //!
 //! Choices the paper leaves open here, and why:
@@ -254,7 +255,25 @@
 //!   single run cannot know MW in advance; `hypothetical = true` uses MW = max(path BDP,
 //!   largest cwnd so far) and, at the end of every HCP round, sends MW - cwnd opportunistic
 //!   packets paced over the next round (no ECN reaction, no EWD, no scheduling: HCP in P0,
-//!   LCP in P4).
+//!   LCP in P4). The flow's first round (at its start) is the same rule with cwnd = the
+//!   initial window and MW = max(BDP, initial window), i.e. case 1's BDP - initial window.
+//!   **Fig. 3's fill fraction** (`hypothetical_fill = f`, default 1.0): "different window
+//!   sizes to be filled by the opportunistic packets, varying from 50% to 150% of the MW".
+//!   Read as: each round (the first included) tops the flow up to f x MW, i.e. sends
+//!   f x MW - cwnd opportunistic bytes (rounded to whole packets as every loop's window is),
+//!   nothing when f x MW <= cwnd; MW itself is unchanged (it stays the HCP's own largest
+//!   window, floored at the BDP, never counting opportunistic packets). At f = 1.0 the code
+//!   path computes exactly what it did before the option existed (byte-identical runs).
+//!   Two consequences of MW being a running maximum rather than the paper's recorded one:
+//!   (1) with f < 1 a flow in slow start gets opportunistic packets only while its window
+//!   is below f x BDP (at f = 0.5 the first two rounds on the 44 KB cross-spine BDP of
+//!   §6.2's 40/100G leaf-spine, none on its ~23 KB same-leaf paths), where the paper's flow
+//!   would fill to f x its final MW from its first round; (2) with f > 1 the gap
+//!   (f - 1) x MW never closes, since the HCP's growth raises MW with it: every round of
+//!   every flow sends at least (f - 1) x MW extra, as in the paper (there, too, the HCP can
+//!   never reach f x MW, since f x MW exceeds any window it had). Giving
+//!   `hypothetical_fill` without `hypothetical = true` is a scenario error rather than
+//!   ignored, so a sweep cannot silently run plain PPT under a fill label.
 //! - **Which RTT** paces the initial window and times the idle rule, and what a late LP ACK
 //!   does. The paper's text (seed 000, read for this version):
 //!   - §3.2 pacing: "the sender paces the initial sending rate of opportunistic packets to the
@@ -347,6 +366,7 @@ struct PptOwn {
     scheduling: bool,
     identification: bool,
     hypothetical: bool,
+    hypothetical_fill: f64,
     lcp_late_acks: bool,
     lcp_rtt: LcpRtt,
     lambda_hcp: f64,
@@ -378,6 +398,7 @@ impl Default for PptOwn {
             scheduling: true,
             identification: true,
             hypothetical: false,
+            hypothetical_fill: 1.0,
             lcp_late_acks: false,
             lcp_rtt: LcpRtt::Hcp,
             lambda_hcp: LAMBDA_HCP,
@@ -405,14 +426,15 @@ impl Ppt {
         "scheduling",
         "identification",
         "hypothetical",
+        "hypothetical_fill",
         "lcp_late_acks",
         "lcp_rtt",
         "lambda_hcp",
         "lambda_lcp",
     ];
 
-    /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window` and
-    /// `hypothetical`, plus Swift's ([`swift::FIELDS`]).
+    /// `ppt_swift`'s own fields: PPT's, except the DCTCP-specific `alpha_window`,
+    /// `hypothetical` and `hypothetical_fill`, plus Swift's ([`swift::FIELDS`]).
     pub const FIELDS_SWIFT: &'static [&'static str] = &[
         "send_buffer",
         "identification_threshold",
@@ -553,6 +575,20 @@ impl Ppt {
         if o.lcp_idle_rtts == 0 {
             return Err(bad("lcp_idle_rtts", "0".into(), "must be at least 1 RTT (the paper uses 2)"));
         }
+        if !(o.hypothetical_fill > 0.0 && o.hypothetical_fill.is_finite()) {
+            return Err(bad(
+                "hypothetical_fill",
+                o.hypothetical_fill.to_string(),
+                "must be a positive number, the fraction of the maximum window (MW) to fill each round (1.0 = the gap to MW; §2.3 Fig. 3 uses 0.5 to 1.5)",
+            ));
+        }
+        if own.get("hypothetical_fill").is_some() && !o.hypothetical {
+            return Err(bad(
+                "hypothetical_fill",
+                o.hypothetical_fill.to_string(),
+                "only acts in the hypothetical DCTCP: set transport.hypothetical = true, or remove hypothetical_fill",
+            ));
+        }
         let tcp = if over_swift {
             swift::resolve(&swift_own, &tcp, net)?
         } else {
@@ -584,7 +620,7 @@ impl Ppt {
             lp,
             lcp: o.lcp && classes >= 2,
             open: if hyp {
-                OpenPolicy::Hypothetical
+                OpenPolicy::Hypothetical { fill: o.hypothetical_fill }
             } else {
                 let case2 = if !o.case2 {
                     Case2::Off
@@ -1390,6 +1426,55 @@ mod tests {
     }
 
     #[test]
+    fn hypothetical_fills_the_gap_to_a_fraction_of_mw_each_round() {
+        // 10 Gbps, base RTT 40 us (20 us each way): BDP = 50,000 B; initial window
+        // 10 x 1460 = 14,600 B; no ECN marks, so the HCP stays in slow start (+1 MSS per
+        // ACK). MW = max(BDP, largest cwnd so far). At each round end (and at the start) a
+        // fresh loop sends n = (fill x MW - cwnd + MSS/2) / MSS opportunistic packets, 0 when
+        // fill x MW <= cwnd, paced over the round (RTT 40 us). The rounds, by hand:
+        //   round 1, t = 0 (start): cwnd 14,600, MW 50,000;
+        //   round 2, t = 40 us, 1st ACK (snd_una 1,460 >= round end 0): cwnd 16,060, MW 50,000,
+        //     next round end = snd_max = 14,600 + 2 x 1,460 = 17,520;
+        //   round 3, t = 80 us, 2nd ACK of that step (snd_una 17,520): cwnd = 29,200 (after
+        //     round 1's 10 ACKs) + 2 x 1,460 = 32,120, MW 50,000; next end 43,800 + 4 x 1,460 = 49,640;
+        //   round 4, t = 120 us, 4th ACK (snd_una 49,640): cwnd = 58,400 + 4 x 1,460 = 64,240 = MW.
+        // fill 0.5: 25,000 - 14,600 = 10,400 B -> 7; 25,000 - 16,060 = 8,940 -> 6; then < 0 -> 0, 0.
+        // fill 1.0: 35,400 -> 24; 33,940 -> 23; 17,880 -> 12; 0 -> 0.
+        // fill 1.5: 75,000 - 14,600 = 60,400 -> 41; 58,940 -> 40; 42,880 -> 29;
+        //           96,360 - 64,240 = 32,120 -> 22.
+        // fill 0.25: 12,500 < every cwnd -> 0 in every round.
+        let cases: [(f64, [usize; 4]); 4] =
+            [(0.25, [0, 0, 0, 0]), (0.5, [7, 6, 0, 0]), (1.0, [24, 23, 12, 0]), (1.5, [41, 40, 29, 22])];
+        for (fill, want) in cases {
+            // fill 1.0 is the default: leave the field out.
+            let cfg = if fill == 1.0 {
+                json!({"hypothetical": true})
+            } else {
+                json!({"hypothetical": true, "hypothetical_fill": fill})
+            };
+            let mut h = H::new(cfg, flow(10_000_000, 40));
+            h.start();
+            for _ in 0..8 {
+                h.step(Time::us(20));
+            }
+            assert_eq!(h.now, Time::us(160));
+            let lp: Vec<(Time, Packet)> = h.log.iter().filter(|(_, p)| p.kind == KIND_LP_DATA).copied().collect();
+            assert!(lp.iter().all(|(_, p)| p.prio == 4 && p.ecn == Ecn::NotEct), "no scheduling, no LCP ECN");
+            let v = h.t.view(0).unwrap();
+            assert_eq!(v.w_max, v.cwnd.max(50_000), "fill {fill}: MW = the largest cwnd, at least the BDP");
+            for (r, &n) in want.iter().enumerate() {
+                let (from, to) = (Time::us(40 * r as u64), Time::us(40 * (r as u64 + 1)));
+                let round: Vec<Time> = lp.iter().map(|x| x.0).filter(|t| *t >= from && *t < to).collect();
+                assert_eq!(round.len(), n, "fill {fill}: round {}", r + 1);
+                // Paced: packet k at the round's start + k x (40 us / n).
+                for (k, t) in round.iter().enumerate() {
+                    assert_eq!(*t, from + Time(Time::us(40).0 / n as u64 * k as u64), "fill {fill}, round {}", r + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn switches_and_ablations() {
         // lcp = false: plain DCTCP with scheduling; no opportunistic packet ever.
         let mut h = H::new(json!({"lcp": false}), flow(1_000_000, 40));
@@ -1436,12 +1521,23 @@ mod tests {
         assert!(Ppt::from_config(&json!({"lcp_rtt": "hcp"}), &net()).is_ok());
         assert_eq!(e(json!({"ecn": false})), "transport.ecn");
         assert_eq!(e(json!({"lambda": 0.1})), "transport.lambda");
+        for bad in [json!(0.0), json!(-0.5), json!("1.0")] {
+            assert_eq!(e(json!({"hypothetical": true, "hypothetical_fill": bad})), "transport.hypothetical_fill");
+        }
+        // Only meaningful in the hypothetical DCTCP: given without it, an error (even at 1.0).
+        for fill in [1.0, 0.5] {
+            let err = Ppt::from_config(&json!({"hypothetical_fill": fill}), &net()).err().unwrap();
+            assert_eq!(err.field(), "transport.hypothetical_fill");
+            assert!(err.to_string().contains("hypothetical = true"), "{err}");
+        }
+        assert!(Ppt::from_config(&json!({"hypothetical": true, "hypothetical_fill": 1.5}), &net()).is_ok());
         let mut n = net();
         n.priorities = 1;
         assert_eq!(Ppt::from_config(&json!({}), &n).err().unwrap().field(), "transport.lcp");
         assert!(Ppt::from_config(&json!({"lcp": false}), &n).is_ok());
         let e = |v| Ppt::from_config_swift(&v, &net()).err().unwrap().field();
         assert_eq!(e(json!({"alpha_window": 4})), "transport.alpha_window");
+        assert_eq!(e(json!({"hypothetical_fill": 0.5})), "transport.hypothetical_fill");
         assert_eq!(e(json!({"ecn": true})), "transport.ecn");
         assert_eq!(e(json!({"max_mdf": 2})), "transport.max_mdf");
         assert_eq!(e(json!({"lcp_idle_rtts": 0})), "transport.lcp_idle_rtts");
