@@ -403,3 +403,46 @@ def test_ppt_fig28_29_reduced_buffer_split_and_transfer_efficiency(tmp_path: Pat
         assert eff["ppt"] > 0.93 * eff["dctcp"], (k, eff)
         assert total("ppt_rtt77") < 0.9 * total("rc3_rtt77"), k
         assert eff["ppt_rtt77"] > eff["rc3_rtt77"], (k, eff)
+
+
+def test_ppt_fig2_reduced_hypothetical_dctcp_harms_itself_through_the_shared_buffer(
+    tmp_path: Path,
+) -> None:
+    """Fig. 2 (§2.3): none of the paper's comparisons reproduces here (the hypothetical DCTCP
+    is above DCTCP, Homa and NDP on drop-tail switches, and within 5% of DCTCP on push-out
+    switches; repro/ppt_fig2_hypothetical/README.md), so none is asserted. What is asserted
+    guards the README's measured explanation, on seeds 1-5 of this network ("Seeds"):
+
+    * on drop-tail switches the hypothetical's opportunistic packets, never backed off, take
+      the shared buffer from DCTCP's packets: 8.0-10.7x DCTCP's drops and 6.8-11.5x its
+      timeouts;
+    * on push-out switches (opportunistic packets evicted for arrivals) the timeouts are back
+      near DCTCP's (0.93-1.21x) and the overall average FCT is 39-45% below the drop-tail
+      hypothetical's, but within 3.6% of DCTCP's: filling the gap gains little here.
+    """
+    t = _run("ppt_fig2_hypothetical", tmp_path)
+    dctcp, hyp, po = (t[(v,)] for v in ("dctcp", "hypothetical", "hypothetical_pushout"))
+    assert hyp["drops_total"] > 5 * dctcp["drops_total"]
+    assert hyp["timeouts_total"] > 5 * dctcp["timeouts_total"]
+    assert po["timeouts_total"] < 1.3 * dctcp["timeouts_total"]
+    assert po["avg_fct_us"] < 0.8 * hyp["avg_fct_us"]
+    assert abs(po["avg_fct_us"] / dctcp["avg_fct_us"] - 1) < 0.05, (po, dctcp)
+
+
+def test_ppt_fig3_reduced_filling_above_mw_wastes_more(tmp_path: Path) -> None:
+    """Fig. 3 (§2.3), data mining at load 0.6, 600 flows on the reduced network. Asserted, the
+    part of "above MW ... a significantly high loss rate" that held for seeds 1-5 here and at
+    full size (repro/ppt_fig3_fill/README.md, "Seeds"): filling to 125% or 150% of MW wastes a
+    larger share of the sent payload (lower transfer efficiency) than filling to 100%, on
+    drop-tail and on push-out switches, and on push-out switches the drops (evictions
+    included) grow with the fill from 50% to 150%.
+
+    Not asserted, as not reproduced: the FCT effects (56% higher at 50%, up to 6x above MW;
+    ours differ by a few % either way, with an order that changes between seeds) and the
+    drop-tail drop counts growing with the fill (not on every seed)."""
+    t = _run("ppt_fig3_fill", tmp_path)
+    eff = {v: t[(v,)]["transfer_efficiency"] for (v,) in t}
+    assert eff["fill125"] < eff["fill100"] and eff["fill150"] < eff["fill100"], eff
+    assert eff["fill150_pushout"] < eff["fill100_pushout"] < eff["fill050_pushout"], eff
+    drops = [t[(f"fill{f}_pushout",)]["drops_total"] for f in ("050", "100", "150")]
+    assert drops[0] < drops[1] < drops[2], drops
