@@ -1458,6 +1458,16 @@ mod tests {
                 h.step(Time::us(20));
             }
             assert_eq!(h.now, Time::us(160));
+            if fill == 1.0 {
+                // 1.0 given explicitly is the default, packet for packet; the counts above for
+                // fill 1.0 are the rule before the option existed (MW - cwnd each round).
+                let mut e = H::new(json!({"hypothetical": true, "hypothetical_fill": 1.0}), flow(10_000_000, 40));
+                e.start();
+                for _ in 0..8 {
+                    e.step(Time::us(20));
+                }
+                assert_eq!(format!("{:?}", e.log), format!("{:?}", h.log));
+            }
             let lp: Vec<(Time, Packet)> = h.log.iter().filter(|(_, p)| p.kind == KIND_LP_DATA).copied().collect();
             assert!(lp.iter().all(|(_, p)| p.prio == 4 && p.ecn == Ecn::NotEct), "no scheduling, no LCP ECN");
             let v = h.t.view(0).unwrap();
