@@ -92,8 +92,9 @@
 //!   ECN-capable since Swift ignores ECN), the 2-RTT idle rule, meeting in the middle,
 //!   identification and mirror tagging are PPT's.
 //!
-//! Fields: PPT's (except `alpha_window`, `case2`, `hypothetical` and `hypothetical_fill`, which are
-//! DCTCP-specific), every `swift` field, and the TCP fields Swift accepts.
+//! Fields: PPT's (except `alpha_window`, `hypothetical` and `hypothetical_fill`, which are
+//! DCTCP-specific; `case2 = false` switches the delay-triggered loops off), every `swift`
+//! field, and the TCP fields Swift accepts.
 //!
 //! Choices the paper leaves open here, and why:
 //! - "Falls below" is read as the crossing (above -> below), not every ACK below target.
