@@ -66,13 +66,13 @@ test-python: $(EXT_STAMP)
 lint: $(DEPS_STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --release --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests
-	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/ruff check python tests repro
+	$(VENV)/bin/ruff format --check python tests repro
 
 fmt: $(DEPS_STAMP)
 	cargo fmt --all
-	$(VENV)/bin/ruff check --fix python tests
-	$(VENV)/bin/ruff format python tests
+	$(VENV)/bin/ruff check --fix python tests repro
+	$(VENV)/bin/ruff format python tests repro
 
 bench:
 	cargo run --release -p dcnsim-core --bin dcnsim-bench

@@ -284,22 +284,28 @@ def _busy_mask(run_dir: Path, port: int, t_end_us: Any) -> Any:
     fin = np.asarray(fl["finish_us"], float)[dst == peer]
     fin = np.where(np.isnan(fin), np.inf, fin)
     dt = float(t_end_us[1] - t_end_us[0])
-    # Union of [start, finish) intervals, then the samples whose interval lies inside one.
-    order = np.argsort(start)
+    return intervals_inside_union(start, fin, np.asarray(t_end_us, float), dt)
+
+
+def intervals_inside_union(start: Any, fin: Any, t_end: Any, dt: float) -> Any:
+    """Boolean mask over the sampling intervals ``(t - dt, t]`` (``t`` in ``t_end``): True
+    where the interval lies wholly inside the union of the spans ``[start, fin)``. Used for
+    the report's ``util_busy`` and by diagnostics that apply the same rule to other ports."""
+    import numpy as np
+
+    order = np.argsort(start, kind="stable")
     spans: list[list[float]] = []
-    for a, b in zip(start[order], fin[order]):
+    for a, b in zip(np.asarray(start)[order], np.asarray(fin)[order]):
         if spans and a <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], b)
         else:
             spans.append([a, b])
     if not spans:
-        return np.zeros(len(t_end_us), bool)
+        return np.zeros(len(t_end), bool)
     sa = np.array([s[0] for s in spans])
     sb = np.array([s[1] for s in spans])
-    t0 = t_end_us - dt
-    i = np.searchsorted(sa, t0, side="right") - 1
-    ok = i >= 0
-    return ok & (sb[np.maximum(i, 0)] >= t_end_us)
+    i = np.searchsorted(sa, t_end - dt, side="right") - 1
+    return (i >= 0) & (sb[np.maximum(i, 0)] >= t_end)
 
 
 def _switch_ports(run_dir: Path) -> set[int]:

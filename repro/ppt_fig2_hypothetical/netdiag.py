@@ -30,27 +30,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from dcnsim.repro import intervals_inside_union as active
+
 
 def port_kind(r: dict[str, str]) -> str:
     if r["node_kind"] == "host":
         return "host NIC"
     return f"{r['node_kind']} -> {r['peer_kind']}"
-
-
-def active(start: np.ndarray, fin: np.ndarray, t_end: np.ndarray, dt: float) -> np.ndarray:
-    """Intervals (t - dt, t] lying inside the union of the flows' [start, finish)."""
-    spans: list[list[float]] = []
-    for a, b in sorted(zip(start, fin)):
-        if spans and a <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], b)
-        else:
-            spans.append([a, b])
-    if not spans:
-        return np.zeros(len(t_end), bool)
-    sa = np.array([s[0] for s in spans])
-    sb = np.array([s[1] for s in spans])
-    i = np.searchsorted(sa, t_end - dt, side="right") - 1
-    return (i >= 0) & (sb[np.maximum(i, 0)] >= t_end)
 
 
 def diagnose(d: Path) -> None:

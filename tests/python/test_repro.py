@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dcnsim.errors import ScenarioError
-from dcnsim.repro import list_repros, load_repro, run_repro
+from dcnsim.repro import intervals_inside_union, list_repros, load_repro, run_repro
 from dcnsim.results import Results
 from dcnsim.sweep import run_sweep
 
@@ -129,6 +129,27 @@ def test_ppt_fig12_reduced_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
     for other in (dctcp, rc3, t[("websearch", "rc3_pushout")]):
         assert po["small_avg_fct_us"] < other["small_avg_fct_us"], other
         assert po["small_p99_fct_us"] < other["small_p99_fct_us"], other
+
+
+def test_busy_intervals_are_those_inside_the_union_of_flow_spans() -> None:
+    """`util_busy`'s mask against a direct check: an interval (t - dt, t] is busy when every
+    point of it (tested on a fine grid) lies in some flow's [start, finish)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(0, 8))
+        start = rng.uniform(0, 100, n).round(1)
+        fin = start + rng.uniform(0, 30, n).round(1)
+        if n:
+            fin[rng.integers(0, n)] = np.inf  # an unfinished flow
+        dt = 5.0
+        t_end = np.arange(dt, 140, dt)
+        got = intervals_inside_union(start, fin, t_end, dt)
+        for t, g in zip(t_end, got):
+            pts = np.linspace(t - dt + 1e-6, t - 1e-6, 200)
+            want = all(bool(np.any((start <= p) & (p < fin))) for p in pts)
+            assert bool(g) == want, (start, fin, t)
 
 
 def test_ppt_fig20_reduced_ppt_keeps_the_bottleneck_busier_than_dctcp(tmp_path: Path) -> None:
