@@ -252,6 +252,8 @@ pub struct Scenario {
     pub output: OutputSpec,
     pub net_info: NetInfo,
     pub base_dir: PathBuf,
+    /// The classes of the transport's opportunistic packets (`registry::Derived::lp_classes`).
+    pub lp_classes: Vec<u8>,
 }
 
 /// Parse and validate a scenario document.
@@ -599,6 +601,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         output,
         net_info,
         base_dir: base_dir.to_path_buf(),
+        lp_classes: derived.lp_classes,
     })
 }
 
@@ -661,6 +664,7 @@ impl Scenario {
                 "nodes": self.topology.num_nodes(),
                 "links": self.topology.links.len(),
                 "max_base_rtt_ps": self.net_info.max_base_rtt.0,
+                "lp_classes": self.lp_classes,
             },
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()

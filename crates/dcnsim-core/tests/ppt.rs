@@ -130,6 +130,19 @@ fn ppt_without_network_thresholds_gets_eq3_per_class_k_and_lcp_port_marking() {
         let again = parse_scenario(&s.to_json(), Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((ks(&again), again.queue.ecn_port_classes.clone()), (ks(s), s.queue.ecn_port_classes.clone()));
     }
+    // The classes of the opportunistic packets, for reports (scenario.json derived.lp_classes):
+    // PPT's LCP half whatever the marking; RC3 every class below its primary loop's; none for
+    // a transport without a low-priority loop.
+    let lp = |s: &dcnsim_core::Scenario| {
+        let v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        v["derived"]["lp_classes"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (lp(&ppt), lp(&explicit), lp(&four), lp(&over_swift)),
+        (vec![4, 5, 6, 7], vec![4, 5, 6, 7], vec![2, 3], vec![4, 5, 6, 7])
+    );
+    assert_eq!(lp(&sc(r#"{"protocol":"rc3"}"#, "{}").unwrap()), [1, 2, 3, 4, 5, 6, 7]);
+    assert!(lp(&dctcp).is_empty() && lp(&sc(r#"{"protocol":"pias"}"#, "{}").unwrap()).is_empty());
 }
 
 #[test]

@@ -524,6 +524,7 @@ impl Ppt {
             transport,
             ecn_k_per_queue: Some(recommended_ecn_k(net, o.lambda_hcp, o.lambda_lcp)),
             ecn_port_classes: Some((half..classes).collect()),
+            lp_classes: (half..classes).collect(),
             ecn_from: ["lambda_hcp", "lambda_lcp"]
                 .into_iter()
                 .filter(|k| own.get(*k).is_some())

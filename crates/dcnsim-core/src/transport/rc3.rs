@@ -162,6 +162,16 @@ impl Rc3 {
         Ok(Rc3 { inner: DualLoop::new(p) })
     }
 
+    /// What RC3 declares for the scenario (the registry's `derive`): its opportunistic
+    /// packets use every class below the primary loop's class 0 (`levels` picks which of
+    /// them, so reports count them all).
+    pub fn derive(net: &NetInfo) -> crate::transport::registry::Derived {
+        crate::transport::registry::Derived {
+            lp_classes: (1..net.priorities.clamp(1, 8)).collect(),
+            ..Default::default()
+        }
+    }
+
     /// The engine (per-flow state inspection).
     pub fn engine(&self) -> &DualLoop {
         &self.inner

@@ -101,17 +101,23 @@ pub struct Derived {
     /// `ecn_k_per_queue`: the scenario rejects them next to explicit network thresholds,
     /// where they would have no effect.
     pub ecn_from: Vec<String>,
+    /// The priority classes the protocol's opportunistic (low-priority loop) packets use,
+    /// whatever the scenario says: reports split a port's occupancy by them (PPT Fig. 28).
+    /// Written to `scenario.json` as `derived.lp_classes`. Empty: no such loop.
+    pub lp_classes: Vec<u8>,
 }
 
 /// What `protocol` derives where the scenario is silent (see [`Derived`]). PPT (`ppt`,
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
 /// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
-/// workload's default, `pias::default_thresholds`). Other protocols: nothing.
+/// workload's default, `pias::default_thresholds`); PPT and RC3: the classes of their
+/// opportunistic packets (`lp_classes`). Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
         "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
         "ppt" => Ppt::derive(cfg, net, false).map_err(TransportError::Ppt),
         "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
+        "rc3" => Ok(Rc3::derive(net)),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
