@@ -180,10 +180,11 @@ def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
     return max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum()), t
 
 
-def _link_metrics(run_dir: Path) -> dict[str, float]:
+def _link_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> dict[str, float]:
+    """:data:`LINK_METRICS` of a run folder, on the port :func:`_busiest_switch_port` found
+    in it (empty when it found none)."""
     import numpy as np
 
-    found = _busiest_switch_port(run_dir)
     if found is None:
         return {}
     busiest, t = found
@@ -208,22 +209,16 @@ def _link_metrics(run_dir: Path) -> dict[str, float]:
 
 def lp_classes(scenario: dict[str, Any]) -> list[int]:
     """The priority classes a run's transport reserves for opportunistic packets (its
-    low-priority loop), from the run's normalized scenario (``scenario.json``): PPT and PPT
-    over Swift the upper half of the classes (P4-P7 with 8: mirror-symmetric tagging), RC3
-    every class below its primary loop's class 0 (P1-P7 with 8), any other transport none
-    (every class counts as high priority). ``network.priorities`` is capped at 8 as the
-    transports cap it."""
-    proto = scenario.get("transport", {}).get("protocol")
-    n = min(max(int(scenario.get("network", {}).get("priorities", 8)), 1), 8)
-    if proto in ("ppt", "ppt_swift"):
-        return list(range(max(n // 2, 1), n))
-    if proto == "rc3":
-        return list(range(1, n))
-    return []
+    low-priority loop), as the core declares them in the run's normalized scenario
+    (``scenario.json``, ``derived.lp_classes``: PPT and PPT over Swift the upper half of the
+    classes, P4-P7 with 8; RC3 every class below its primary loop's class 0, P1-P7); empty
+    for a transport without such a loop (every class counts as high priority)."""
+    return [int(c) for c in scenario.get("derived", {}).get("lp_classes", [])]
 
 
-def _queue_metrics(run_dir: Path) -> dict[str, float]:
-    """:data:`QUEUE_METRICS` of a run folder (empty without queue and link samples).
+def _queue_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> dict[str, float]:
+    """:data:`QUEUE_METRICS` of a run folder, on the port :func:`_busiest_switch_port` found
+    in it (empty without queue and link samples).
 
     The port is the one :func:`_link_metrics` reports on; its active span runs from its
     first to its last sampling interval with traffic (as for ``bottleneck_queue_avg_bytes``).
@@ -235,7 +230,6 @@ def _queue_metrics(run_dir: Path) -> dict[str, float]:
     import numpy as np
     import pyarrow.parquet as pq
 
-    found = _busiest_switch_port(run_dir)
     qf = run_dir / "queue.parquet"
     if found is None or not qf.is_file():
         return {}
@@ -340,10 +334,14 @@ def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
         if r is None:
             continue
         vals = dict(r)
-        if any(c in LINK_METRICS for c in rep.columns):
-            vals.update(_link_metrics(Path(task.out_dir)))
-        if any(c in QUEUE_METRICS for c in rep.columns):
-            vals.update(_queue_metrics(Path(task.out_dir)))
+        link, queue = (any(c in m for c in rep.columns) for m in (LINK_METRICS, QUEUE_METRICS))
+        if link or queue:
+            # Both kinds report on the same port: find it (reading link.parquet) once.
+            found = _busiest_switch_port(Path(task.out_dir))
+            if link:
+                vals.update(_link_metrics(Path(task.out_dir), found))
+            if queue:
+                vals.update(_queue_metrics(Path(task.out_dir), found))
         key = (*(task.values.get(k) for k in block_keys), task.values.get(rep.rows))
         row = rows.setdefault(
             key,
@@ -436,7 +434,7 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
         fig, ax = plt.subplots(figsize=(9, 4))
         for task in report.runs:
             d = Path(task.out_dir)
-            m = _link_metrics(d)
+            m = _link_metrics(d, _busiest_switch_port(d))
             if not m or task.values.get("seed", None) not in (
                 None,
                 rep.sweep.grid.get("seed", [None])[0],

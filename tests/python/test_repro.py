@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from dcnsim.api import validate
 from dcnsim.errors import ScenarioError
+from dcnsim.metrics import percentile
 from dcnsim.repro import intervals_inside_union, list_repros, load_repro, run_repro
 from dcnsim.results import Results
 from dcnsim.sweep import run_sweep
@@ -92,10 +94,19 @@ def _small_fcts(run_dirs: list[Path]) -> list[float]:
     return out
 
 
-def _p99(xs: list[float]) -> float:
-    """Nearest-rank 99th percentile (CONVENTIONS.md)."""
-    v = sorted(xs)
-    return v[max(1, -(-99 * len(v) // 100)) - 1]
+def _more_seeds(
+    name: str, variants: tuple[str, ...], seeds: list[int], out: Path
+) -> dict[str, list[Path]]:
+    """Run the named variants of a reduced reproduction for more seeds; their run folders."""
+    rep = load_repro(REPRO / name, reduced=True)
+    rep.sweep.variants = {v: rep.sweep.variants[v] for v in variants}
+    rep.sweep.grid["seed"] = seeds
+    more = run_sweep(rep.sweep, out, workers=2)
+    assert not more.failed, [f.error for f in more.failed]
+    runs: dict[str, list[Path]] = {}
+    for task in more.runs:
+        runs.setdefault(task.values["variant"], []).append(Path(task.out_dir))
+    return runs
 
 
 def test_ppt_fig12_reduced_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
@@ -111,15 +122,8 @@ def test_ppt_fig12_reduced_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
     # 1-15), so it is compared on the small flows of seeds 1-3 pooled, the sample of a run
     # three times this size: PPT below RC3 and DCTCP in each of the five disjoint triples of
     # seeds 1-15 (margins 11-30% against RC3; repro/ppt_fig12_13/README.md, "Seeds").
-    rep = load_repro(REPRO / "ppt_fig12_13", reduced=True)
-    rep.sweep.variants = {v: rep.sweep.variants[v] for v in ("dctcp", "rc3", "ppt")}
-    rep.sweep.grid["seed"] = [2, 3]
-    more = run_sweep(rep.sweep, tmp_path / "seeds", workers=2)
-    assert not more.failed, [f.error for f in more.failed]
-    runs: dict[str, list[Path]] = {}
-    for task in more.runs:
-        runs.setdefault(task.values["variant"], []).append(Path(task.out_dir))
-    p99 = {v: _p99(_small_fcts([seed1[v], *dirs])) for v, dirs in runs.items()}
+    runs = _more_seeds("ppt_fig12_13", ("dctcp", "rc3", "ppt"), [2, 3], tmp_path / "seeds")
+    p99 = {v: percentile(_small_fcts([seed1[v], *dirs]), 99) for v, dirs in runs.items()}
     assert p99["ppt"] < p99["rc3"] and p99["ppt"] < p99["dctcp"], p99
     # The claims on push-out switches (opportunistic packets evicted for HCP arrivals,
     # network.pushout_classes), against DCTCP and RC3 on drop-tail and RC3 on push-out too,
@@ -256,21 +260,6 @@ def test_ppt_fig21_and_fig23_reduced_run_to_completion(tmp_path: Path) -> None:
         assert abs(po - dctcp) < abs(ppt - dctcp), (cell, dctcp, ppt, po)
 
 
-def _more_seeds(
-    name: str, variants: tuple[str, ...], seeds: list[int], out: Path
-) -> dict[str, list[Path]]:
-    """Run the named variants of a reduced reproduction for more seeds; their run folders."""
-    rep = load_repro(REPRO / name, reduced=True)
-    rep.sweep.variants = {v: rep.sweep.variants[v] for v in variants}
-    rep.sweep.grid["seed"] = seeds
-    more = run_sweep(rep.sweep, out, workers=2)
-    assert not more.failed, [f.error for f in more.failed]
-    runs: dict[str, list[Path]] = {}
-    for task in more.runs:
-        runs.setdefault(task.values["variant"], []).append(Path(task.out_dir))
-    return runs
-
-
 def test_ppt_fig22_reduced_100g_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
     """Fig. 22 (§6.3.2, 100/400G links, §6.2's 120 KB buffers and 96 / 86 KB thresholds).
     Asserted: the paper's first two findings against DCTCP and RC3 (overall, small-flow and
@@ -288,7 +277,7 @@ def test_ppt_fig22_reduced_100g_ppt_beats_dctcp_and_rc3(tmp_path: Path) -> None:
     # (seed 4), so the small flows of seeds 1-3 are pooled: PPT above both in each of the
     # five disjoint triples of seeds 1-15, by 19-128 us (README, "Seeds").
     runs = _more_seeds("ppt_fig22_100g", ("ppt", "homa", "homa_aeolus"), [2, 3], tmp_path / "seeds")
-    p99 = {v: _p99(_small_fcts([seed1[v], *dirs])) for v, dirs in runs.items()}
+    p99 = {v: percentile(_small_fcts([seed1[v], *dirs]), 99) for v, dirs in runs.items()}
     assert p99["ppt"] > p99["homa"] and p99["ppt"] > p99["homa_aeolus"], p99
 
 
@@ -331,10 +320,18 @@ def test_queue_metrics_split_the_bottleneck_occupancy_by_the_transports_low_prio
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dcnsim.repro import _queue_metrics, lp_classes
+    from dcnsim.repro import _busiest_switch_port, _queue_metrics, lp_classes
 
     def sc(proto: str, prios: int = 8) -> dict[str, Any]:
-        return {"transport": {"protocol": proto}, "network": {"priorities": prios}}
+        """The normalized scenario the core writes for a run of `proto`."""
+        return validate(
+            {
+                "topology": {"kind": "single_switch", "hosts": 2},
+                "network": {"priorities": prios},
+                "transport": {"protocol": proto},
+                "workload": {"pattern": "permutation", "size": 1000},
+            }
+        )
 
     assert lp_classes(sc("ppt")) == [4, 5, 6, 7]
     assert lp_classes(sc("ppt_swift", 4)) == [2, 3]
@@ -371,14 +368,16 @@ def test_queue_metrics_split_the_bottleneck_occupancy_by_the_transports_low_prio
         tmp_path / "queue.parquet",
     )
     (tmp_path / "scenario.json").write_text(json.dumps(sc("ppt")))
-    m = _queue_metrics(tmp_path)
+    found = _busiest_switch_port(tmp_path)
+    assert found is not None and found[0] == 3
+    m = _queue_metrics(tmp_path, found)
     assert m["bottleneck_hp_avg_bytes"] == pytest.approx((1000 + 500 + 1500) / 3)
     assert m["bottleneck_lp_avg_bytes"] == pytest.approx((3000 + 600) / 3)
     assert m["bottleneck_lp_share"] == pytest.approx(3600 / 6600)
     (tmp_path / "scenario.json").write_text(json.dumps(sc("rc3")))
-    assert _queue_metrics(tmp_path)["bottleneck_lp_avg_bytes"] == pytest.approx(5600 / 3)
+    assert _queue_metrics(tmp_path, found)["bottleneck_lp_avg_bytes"] == pytest.approx(5600 / 3)
     (tmp_path / "scenario.json").write_text(json.dumps(sc("dctcp")))
-    m = _queue_metrics(tmp_path)
+    m = _queue_metrics(tmp_path, found)
     assert (m["bottleneck_lp_avg_bytes"], m["bottleneck_lp_share"]) == (0.0, 0.0)
 
 
