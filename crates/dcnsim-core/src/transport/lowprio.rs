@@ -839,13 +839,9 @@ fn with_lcp(
 }
 
 /// The hypothetical DCTCP's target window: `fill` x MW, rounded to the nearest byte (MW
-/// itself at `fill = 1.0`).
+/// itself at `fill = 1.0`: windows are far below 2^53 bytes, so the product is exact).
 fn fill_target(mw: u64, fill: f64) -> u64 {
-    if fill == 1.0 {
-        mw
-    } else {
-        (mw as f64 * fill).round() as u64
-    }
+    (mw as f64 * fill).round() as u64
 }
 
 fn lp_class_rc3(p: &DualParams, info: &FlowInfo, seq: u64) -> u8 {

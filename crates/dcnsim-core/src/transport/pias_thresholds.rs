@@ -211,12 +211,21 @@ impl SizeModel {
             // Flows ending in this class: sizes in (a_{l-1}, a_l].
             let p = self.cum_p[id] - self.cum_p[ic];
             let m1 = self.cum_m1[id] - self.cum_m1[ic];
-            total += m1 / free_prev + p * (lambda * m2_min / 2.0) / (free_prev * free);
+            total += class_term(p, m1, 1.0 - free_prev, 1.0 - free, lambda * m2_min / 2.0);
             free_prev = free;
             ic = id;
         }
         total
     }
+}
+
+/// One class's contribution to the model's mean FCT (module doc, "The model"): the flows
+/// ending in class l, with probability `p` and `m` = E[X; a_{l-1} < X <= a_l], each wait
+/// for their own bytes slowed by `sigma_prev` = sigma_{l-1} and for the residual work
+/// `v` = V_l, behind `sigma` = sigma_l: `m / (1 - sigma_prev) + p v / ((1 - sigma_prev)
+/// (1 - sigma))`. The one formula both the evaluation and the optimiser use.
+fn class_term(p: f64, m: f64, sigma_prev: f64, sigma: f64, v: f64) -> f64 {
+    m / (1.0 - sigma_prev) + p * v / ((1.0 - sigma_prev) * (1.0 - sigma))
 }
 
 /// The model's mean FCT (bytes at the bottleneck rate) of the distribution `cdf` with
@@ -293,7 +302,7 @@ pub fn optimal_thresholds(cdf: &[(u64, f64)], rho: f64, classes: usize, unit: u6
         if p <= 0.0 && m <= 0.0 {
             return 0.0;
         }
-        m / (1.0 - s0) + p * (lambda * h1 / 2.0) / ((1.0 - s0) * (1.0 - s1))
+        class_term(p, m, s0, s1, lambda * h1 / 2.0)
     };
     let better = |c: f64, best: f64| if best.is_finite() { c < best - TIE * best.abs() } else { c < best };
 
