@@ -8,12 +8,13 @@
 //! discrete-event runner. Definitions follow `CONVENTIONS.md` (units, packets, metrics).
 //!
 //! Layers, bottom up (a module may use only those above it in this list):
-//! `units`, `rng`, `config` -> `packet`, `event` -> `queue` -> `topology` -> `network`
+//! `units`, `rng`, `config`, `host` -> `packet`, `event` -> `queue` -> `topology` -> `network`
 //! -> `transport` (interface + protocols + registry) -> `workload` -> `scenario` -> `sim`.
 //! See `docs/ARCHITECTURE.md`.
 
 pub mod config;
 pub mod event;
+pub mod host;
 pub mod network;
 pub mod output;
 pub mod packet;

@@ -493,6 +493,7 @@ mod tests {
             pfabric: Default::default(),
             crossmark: Default::default(),
             credit: Default::default(),
+            nic: Default::default(),
         }
     }
 

@@ -6,8 +6,9 @@
 //! the field and what would fix it. The schema is documented in `docs/scenario.md`.
 
 use crate::config::{from_table, FieldError};
+use crate::host::HostSpec;
 use crate::network::{Network, Routing};
-use crate::queue::{QueueConfig, QueuePolicyKind};
+use crate::queue::{NicConfig, QueueConfig, QueuePolicyKind};
 use crate::rng::{streams, Rng};
 use crate::topology::{self, Topology, TopologyError};
 use crate::transport::registry::{self, TransportError};
@@ -89,6 +90,8 @@ struct RawScenario {
     topology: serde_json::Value,
     #[serde(default)]
     network: Option<serde_json::Value>,
+    #[serde(default)]
+    host: Option<serde_json::Value>,
     transport: serde_json::Value,
     workload: serde_json::Value,
     #[serde(default)]
@@ -244,6 +247,8 @@ pub struct Scenario {
     pub seed: u64,
     pub topology: Topology,
     pub network: NetworkSpec,
+    /// `[host]`: the end-host model (NIC discipline, per-flow NIC limit, window validation).
+    pub host: HostSpec,
     pub queue: QueueConfig,
     pub protocol: String,
     pub transport_cfg: serde_json::Value,
@@ -410,6 +415,8 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     let mut credit = network.credit.clone();
     credit.credit_size = network.ctrl_size;
     credit.mtu = network.mtu;
+    let host: HostSpec = from_table(&raw.host.clone().unwrap_or(serde_json::json!({})), "host")?;
+    host.validate(network.mtu)?;
     let probe_q = QueueConfig {
         policy: policy.clone(),
         buffer: network.buffer,
@@ -424,6 +431,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         pfabric: network.pfabric.clone(),
         crossmark: network.crossmark.clone(),
         credit: credit.clone(),
+        nic: NicConfig { qdisc: host.nic_qdisc, quantum: host.nic_quantum.unwrap_or(network.mtu) },
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
@@ -448,6 +456,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         priorities: network.priorities,
         size_cdf: None,
         workload: None,
+        host: host.clone(),
     };
 
     let (protocol, mut transport_cfg) = split_protocol(&raw.transport)?;
@@ -593,6 +602,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         seed: raw.seed,
         topology,
         network,
+        host,
         queue,
         protocol,
         transport_cfg,
@@ -655,6 +665,7 @@ impl Scenario {
             "seed": self.seed,
             "topology": self.topology.spec,
             "network": network,
+            "host": self.host,
             "transport": transport,
             "workload": self.workload.describe(),
             "run": self.run,

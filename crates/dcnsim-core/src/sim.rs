@@ -101,6 +101,8 @@ pub struct Sim<'a> {
     net: Network,
     transport: Box<dyn Transport>,
     nic_idle: bool,
+    /// The transport wants [`Transport::on_tx_complete`] calls.
+    tx_complete: bool,
     flows: Vec<FlowInfo>,
     ideal: Vec<Time>,
     finish: Vec<u64>,
@@ -199,6 +201,7 @@ impl<'a> Sim<'a> {
             q: EventQueue::with_horizon(horizon),
             arena: PacketArena::new(),
             nic_idle: transport.wants_nic_idle(),
+            tx_complete: transport.wants_tx_complete(),
             transport,
             net,
             ideal,
@@ -355,6 +358,13 @@ impl<'a> Sim<'a> {
         self.packet_hops += 1;
         let p = self.arena.get_mut(idx);
         p.hops = p.hops.wrapping_add(1);
+        if p.hops == 1 && self.tx_complete && p.is_data() {
+            // The packet has just crossed its source host's link: the NIC's transmit
+            // completion (`crate::host`).
+            let pkt = *p;
+            self.tx_complete_at(now, pkt);
+        }
+        let p = self.arena.get_mut(idx);
         let dst = p.dst;
         if node < self.net.num_hosts {
             if dst != node {
@@ -446,6 +456,18 @@ impl<'a> Sim<'a> {
                 self.q.push(at, Event::TxDone { port });
             }
         }
+    }
+
+    /// Tell the packet's source host that its NIC transmitted it ([`Transport::on_tx_complete`]).
+    #[inline(never)]
+    fn tx_complete_at(&mut self, now: Time, pkt: crate::packet::Packet) {
+        let host = pkt.src;
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+        self.transport.on_tx_complete(&mut ctx, &pkt);
+        self.apply(now, host, &mut out);
+        self.actions = out;
     }
 
     /// Tell the transport that `host`'s NIC went idle ([`Transport::wants_nic_idle`]).

@@ -17,7 +17,9 @@
 //! `fingerprint` line: an FNV-1a hash of the flow table (finish times, sent and retransmitted
 //! bytes, timeouts) and of the port table (bytes sent, drops), so a change to the engine can
 //! be checked to leave results byte-identical.
-//! Each scenario runs in its own process so peak RSS is its own.
+//! Each scenario runs in its own process so peak RSS is its own. `--legacy-host` runs them
+//! with the hosts of ns-2-style simulators (`[host]` FIFO NIC, no per-flow NIC limit, no window
+//! validation), the model dcnsim had before `crate::host`.
 
 use dcnsim_core::rng::Rng;
 use dcnsim_core::sim::Sim;
@@ -125,8 +127,15 @@ fn fnv(vals: impl Iterator<Item = u64>) -> u64 {
     h
 }
 
-fn run_one(name: &str) {
-    let sc = parse_scenario(NET, Format::Json, Path::new(".")).expect("bench scenario is valid");
+/// `legacy`: the hosts of ns-2-style simulators (FIFO NIC, no per-flow NIC limit, no window
+/// validation), which dcnsim had before its host model: the engine-cost comparison across
+/// that change runs the same simulation on both binaries.
+fn run_one(name: &str, legacy: bool) {
+    let mut doc: serde_json::Value = serde_json::from_str(NET).expect("bench scenario is JSON");
+    if legacy {
+        doc["host"] = serde_json::json!({"nic_qdisc": "fifo", "tsq": false, "cwnd_validation": false});
+    }
+    let sc = parse_scenario(&doc.to_string(), Format::Json, Path::new(".")).expect("bench scenario is valid");
     let fl = flows(name);
     let nflows = fl.len();
     let sim = Sim::with_flows(&sc, fl);
@@ -165,15 +174,22 @@ fn run_one(name: &str) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let legacy = args.iter().any(|a| a == "--legacy-host");
+    args.retain(|a| a != "--legacy-host");
     let names: Vec<String> = if args.is_empty() { vec!["perm".into(), "short".into()] } else { args };
     if names.len() == 1 {
-        run_one(&names[0]);
+        run_one(&names[0], legacy);
         return;
     }
     let exe = std::env::current_exe().expect("own path");
     for n in names {
-        let st = std::process::Command::new(&exe).arg(&n).status().expect("spawn bench");
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.arg(&n);
+        if legacy {
+            cmd.arg("--legacy-host");
+        }
+        let st = cmd.status().expect("spawn bench");
         if !st.success() {
             eprintln!("bench {n} failed");
             std::process::exit(1);

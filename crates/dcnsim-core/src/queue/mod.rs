@@ -15,11 +15,13 @@
 
 pub mod credit;
 pub mod crossmark;
+pub mod nic;
 pub mod pfabric;
 pub mod priority;
 pub mod selective;
 pub mod trim;
 
+use crate::host::NicQdisc;
 use crate::packet::{PacketArena, PktIdx};
 use crate::rng::Rng;
 use crate::units::{Bytes, Rate, Time};
@@ -144,6 +146,22 @@ pub struct QueueConfig {
     pub pfabric: pfabric::PFabricConfig,
     pub crossmark: crossmark::CrossMarkConfig,
     pub credit: credit::CreditConfig,
+    /// The host NICs' queueing discipline (`[host]`).
+    pub nic: NicConfig,
+}
+
+/// How host NICs queue (`host.nic_qdisc`, `host.nic_quantum`; see `crate::host`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NicConfig {
+    pub qdisc: NicQdisc,
+    /// Deficit round-robin quantum of the fair disciplines.
+    pub quantum: Bytes,
+}
+
+impl Default for NicConfig {
+    fn default() -> Self {
+        NicConfig { qdisc: NicQdisc::PrioFq, quantum: Bytes(1500) }
+    }
 }
 
 /// The queue policies this build knows, registered here.
@@ -199,9 +217,16 @@ pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
         (PortRole::HostNic, QueuePolicyKind::CreditLimit) => {
             Box::new(credit::CreditLimit::new(Bytes(u64::MAX), cfg.classes, &cfg.credit, &[], false, rate))
         }
-        (PortRole::HostNic, _) => {
-            Box::new(priority::PriorityEcn::new(Bytes(u64::MAX), cfg.classes, vec![None; cfg.classes as usize], false))
-        }
+        (PortRole::HostNic, _) => match cfg.nic.qdisc {
+            NicQdisc::Fifo => Box::new(priority::PriorityEcn::new(
+                Bytes(u64::MAX),
+                cfg.classes,
+                vec![None; cfg.classes as usize],
+                false,
+            )),
+            NicQdisc::Fq => Box::new(nic::FairNic::new(cfg.classes, false, cfg.nic.quantum)),
+            NicQdisc::PrioFq => Box::new(nic::FairNic::new(cfg.classes, true, cfg.nic.quantum)),
+        },
         (PortRole::Switch, QueuePolicyKind::PriorityEcn) => Box::new(
             priority::PriorityEcn::new(cfg.buffer, cfg.classes, cfg.ecn_k.clone(), cfg.ecn_per_port)
                 .with_port_classes(&cfg.ecn_port_classes)

@@ -566,6 +566,7 @@ mod tests {
             pfabric: Default::default(),
             crossmark: Default::default(),
             credit: Default::default(),
+            nic: Default::default(),
         };
         let mut built = crate::queue::build(&qcfg, &port(3, 42));
         let mut direct = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port(3, 42).rng());

@@ -1164,7 +1164,13 @@ impl DualLoop {
                         matches!(p.open, OpenPolicy::Intermittent { case2: Case2::Alpha { .. } | Case2::Off, .. })
                             && f.hcp.ssthresh() != u64::MAX;
                     if !past_startup {
-                        let init = info.path_rate.bdp(info.base_rtt).0.saturating_sub(p.tcp.init_cwnd);
+                        // The two loops together stay within MW = BDP (PPT §3): in this round
+                        // the HCP sends its whole window, which slow start doubles from the
+                        // initial window (a Swift HCP, with no slow start, keeps its window).
+                        let hcp = f.hcp.cwnd();
+                        let hcp_round =
+                            if hcp < f.hcp.ssthresh() { (2 * p.tcp.init_cwnd).min(f.hcp.ssthresh()) } else { hcp };
+                        let init = info.path_rate.bdp(info.base_rtt).0.saturating_sub(hcp_round);
                         let rtt = rtt_of(f, info);
                         with_lcp(p, f, info, now, ctx.out, |lp, lx| {
                             lp.open(lx, init, rtt);
@@ -1223,6 +1229,30 @@ impl DualLoop {
             }
             _ => {}
         }
+    }
+
+    /// The host NIC transmitted one of this host's data packets: an HCP packet releases its
+    /// bytes from the HCP's per-flow NIC limit (`crate::host`); opportunistic packets are
+    /// paced by their own loop and are not counted.
+    pub fn on_tx_complete_impl(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let id = pkt.flow as usize;
+        if pkt.kind != KIND_DATA || id >= self.slots.len() || id >= ctx.flows.len() {
+            return;
+        }
+        let info = &ctx.flows[id];
+        let p = &self.p;
+        let slot = &mut self.slots[id];
+        let Half::Active(f) = &mut slot.snd else { return };
+        hand_over(f);
+        let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
+        let mut cx = FlowCtx { now: ctx.now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
+        f.hcp.on_tx_complete(&mut cx, pkt.size as u64);
+        Self::finish(slot);
+    }
+
+    /// Whether the HCP runs under the per-flow NIC limit.
+    pub fn wants_tx_complete_impl(&self) -> bool {
+        self.p.tcp.tsq.is_some()
     }
 
     /// The HCP's counters plus the opportunistic payload sent and received.

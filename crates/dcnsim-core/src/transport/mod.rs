@@ -15,6 +15,9 @@
 //!   a generation in the token and ignores stale ones ([`TimerSlot`] helps);
 //! - `on_nic_idle` is called at a host whose NIC queue just became empty, only when
 //!   `wants_nic_idle` returns true (pull-based senders such as Homa or pacing);
+//! - `on_tx_complete` is called at a data packet's source host when the NIC has
+//!   transmitted it (its last bit crossed the host's link), only when `wants_tx_complete`
+//!   returns true (window-based senders under the per-flow NIC limit, `crate::host`);
 //! - a transport only reads and writes the state of the `host` it is called for; it learns
 //!   what the application handed over only from `flows` (the flow table: size, endpoints,
 //!   start, base RTT), never from the other endpoint's state;
@@ -42,6 +45,7 @@ pub mod swift;
 pub mod tagging;
 pub mod tcp;
 
+use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};
 use crate::units::{Bytes, Rate, Time};
 
@@ -90,6 +94,9 @@ pub struct NetInfo {
     /// is not known (unit-test fixtures). PIAS and PPT pick their default demotion thresholds
     /// from it.
     pub workload: Option<WorkloadFacts>,
+    /// The end-host model (`[host]`): window-based senders take their per-flow NIC limit
+    /// and window validation from it.
+    pub host: HostSpec,
 }
 
 /// Facts about the scenario's workload a transport may derive defaults from (filled in from
@@ -127,6 +134,7 @@ impl NetInfo {
             priorities: 8,
             size_cdf: None,
             workload: None,
+            host: HostSpec::default(),
         }
     }
 }
@@ -199,6 +207,16 @@ pub trait Transport {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64);
     fn on_nic_idle(&mut self, _ctx: &mut Ctx) {}
     fn wants_nic_idle(&self) -> bool {
+        false
+    }
+    /// Called at a packet's source host when the host NIC has transmitted one of the data
+    /// packets it sent (its last bit has crossed the host's link), only if
+    /// `wants_tx_complete` returns true: window-based senders release the packet's bytes
+    /// from their per-flow NIC limit here (`crate::host`). A transport that wraps another
+    /// must forward this pair (as every method), or the inner sender waits for completions
+    /// that never come.
+    fn on_tx_complete(&mut self, _ctx: &mut Ctx, _pkt: &Packet) {}
+    fn wants_tx_complete(&self) -> bool {
         false
     }
     fn flow_stats(&self, _flow: FlowId) -> FlowStats {

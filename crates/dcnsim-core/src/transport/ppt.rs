@@ -7,7 +7,8 @@
 //!     backwards, in the low-priority half of the classes.
 //!   - **Intermittent loop initialization (§3.1)**. Case 1: at flow start, I = BDP - initial
 //!     window (BDP = the flow's path rate x base RTT); for flows identified as large the loop
-//!     opens in the flow's 2nd RTT, at its first HCP ACK, and not at all if the HCP has
+//!     opens in the flow's 2nd RTT, at its first HCP ACK, with I = BDP - the HCP's window of
+//!     that round (so the loops' sum stays within the MW, §3), and not at all if the HCP has
 //!     already cut its window by then (case 1 is the spare bandwidth "before the flow's window
 //!     reaches the MW"; under incast the first window comes back ECN-marked). Case 2: after
 //!     start-up (once DCTCP's ssthresh is finite, i.e. after the first window reduction), at
@@ -228,9 +229,12 @@
 //!   the loop opens at the first HCP ACK (until this version: a timer one base RTT after the
 //!   start, which under incast fired long before any ACK, into a full buffer). If that ACK
 //!   already made DCTCP cut its window (ssthresh finite), the flow is past start-up and no
-//!   case-1 loop opens; case 2 takes over. The initial window stays BDP - initial window as
-//!   §3.1 says. Measured (2-to-1 test): drops 6,182 -> 4,507, timeouts 121 -> 98; incast:
-//!   see repro/ppt_fig23_incast.
+//!   case-1 loop opens; case 2 takes over. Measured (2-to-1 test): drops 6,182 -> 4,507,
+//!   timeouts 121 -> 98; incast: see repro/ppt_fig23_incast. The delayed loop's initial
+//!   window is BDP minus the window the HCP sends in that 2nd round (twice the initial
+//!   window, as slow start doubles it; a Swift HCP's own window), not §3.1's BDP - initial
+//!   window: that value is the first round's gap, and in the 2nd round it would make the two
+//!   loops send BDP + initial window, above the MW that §3 says their sum must not exceed.
 //! - "w/o EWD" (§6.3: "does not use EWD and instead sends opportunistic packets at line rate
 //!   once the LCP loop is opened"): once a loop opens (same triggers, I > 0), opportunistic
 //!   packets leave at the host's line rate until the loop closes, by the 2-RTT idle rule,
@@ -667,6 +671,12 @@ impl Transport for Ppt {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
         self.inner.on_timer_impl(ctx, token)
     }
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_tx_complete_impl(ctx, pkt)
+    }
+    fn wants_tx_complete(&self) -> bool {
+        self.inner.wants_tx_complete_impl()
+    }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats_impl(flow)
     }
@@ -697,6 +707,7 @@ mod tests {
             priorities: 8,
             size_cdf: None,
             workload: None,
+            host: crate::host::HostSpec { tsq: false, ..crate::host::HostSpec::default() },
         }
     }
 
@@ -1061,7 +1072,7 @@ mod tests {
     fn delayed_case1_loop_opens_at_the_first_ack_unless_the_hcp_has_cut_its_window() {
         // An identified large flow opens its case-1 loop in its 2nd RTT, i.e. at its first HCP
         // ACK (here at 70 us, later than the 40 us base RTT, as under a queue), with
-        // I = BDP - initial window. If that ACK carries ECE (DCTCP cuts its window and leaves
+        // I = BDP - the HCP's 2nd-round window. If that ACK carries ECE (DCTCP cuts its window and leaves
         // start-up: the window has reached its maximum, PPT §3.1), no case-1 loop opens.
         for ece in [false, true] {
             let mut h = H::new(json!({}), flow(1_000_000, 40));
@@ -1088,8 +1099,9 @@ mod tests {
             } else {
                 assert_eq!(lp, vec![Time::us(70)], "paced: the first packet at the ACK");
                 let lcp = h.t.engine().lcp(0).unwrap();
-                // BDP 50 KB - 14.6 KB = 35.4 KB = 24 packets.
-                assert_eq!(lcp.stats().pkts + lcp.to_pace(), 24);
+                // BDP 50 KB minus the HCP's 2nd-round window (2 x 14.6 KB): 20.8 KB, 14
+                // packets, so that HCP + LCP stay within the BDP (PPT §3).
+                assert_eq!(lcp.stats().pkts + lcp.to_pace(), 14);
             }
             // Later ACKs open no further case-1 loop.
             h.advance(Time::us(500));

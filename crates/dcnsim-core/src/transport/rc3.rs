@@ -194,6 +194,12 @@ impl Transport for Rc3 {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
         self.inner.on_timer_impl(ctx, token)
     }
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_tx_complete_impl(ctx, pkt)
+    }
+    fn wants_tx_complete(&self) -> bool {
+        self.inner.wants_tx_complete_impl()
+    }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats_impl(flow)
     }
@@ -219,6 +225,7 @@ mod tests {
             priorities: 8,
             size_cdf: None,
             workload: None,
+            host: crate::host::HostSpec { tsq: false, ..crate::host::HostSpec::default() },
         }
     }
 

@@ -500,6 +500,12 @@ impl Transport for Swift {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
         self.inner.on_timer(ctx, token)
     }
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_tx_complete(ctx, pkt)
+    }
+    fn wants_tx_complete(&self) -> bool {
+        self.inner.wants_tx_complete()
+    }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
@@ -527,6 +533,7 @@ mod tests {
             priorities: 8,
             size_cdf: None,
             workload: None,
+            host: crate::host::HostSpec { tsq: false, ..crate::host::HostSpec::default() },
         }
     }
 

@@ -124,6 +124,7 @@
 //! out-of-order list are empty (and unallocated) unless there is loss or reordering.
 
 use crate::config::FieldError;
+use crate::host::TsqParams;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::swift::{SwiftCc, SwiftParams};
 use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
@@ -417,6 +418,8 @@ impl TcpConfig {
             init_alpha: if dctcp { self.init_alpha } else { 1.0 },
             prio: self.prio,
             swift: None,
+            tsq: net.host.tsq_params(),
+            cwnd_validation: net.host.cwnd_validation,
         })
     }
 }
@@ -448,6 +451,10 @@ pub struct TcpParams {
     pub prio: u8,
     /// Swift's delay-based window law instead of Reno/DCTCP (set by `swift.rs`).
     pub swift: Option<SwiftParams>,
+    /// The per-flow NIC occupancy limit (`host.tsq`; None: off).
+    pub tsq: Option<TsqParams>,
+    /// Grow the window only while the flow is window-limited (`host.cwnd_validation`).
+    pub cwnd_validation: bool,
 }
 
 /// A `[transport]` table error for tcp/dctcp. `field()` names the offending key.
@@ -681,6 +688,19 @@ pub struct TcpSender {
     max_cwnd_seen: u64,
     /// Swift's window law (None: Reno/DCTCP).
     swift: Option<Box<SwiftCc>>,
+    /// Wire bytes of this sender's data packets handed to the NIC and not yet transmitted
+    /// (`host.tsq`): released by [`TcpSender::on_tx_complete`].
+    nic_bytes: u64,
+    /// A send stopped at the NIC limit: the next transmit completion resumes sending.
+    tsq_throttled: bool,
+    /// Window validation: the current round ends when `una` reaches `round_end`.
+    round_end: u64,
+    /// A send was stopped by the window in the current round.
+    round_cwnd_limited: bool,
+    /// The largest flight (bytes) seen at a send in the current round.
+    round_max_flight: u64,
+    /// Peak of `nic_bytes` (diagnostics, tests).
+    max_nic_bytes: u64,
 }
 
 impl TcpSender {
@@ -725,6 +745,12 @@ impl TcpSender {
             fast_retx: 0,
             max_cwnd_seen: p.init_cwnd,
             swift: None,
+            nic_bytes: 0,
+            tsq_throttled: false,
+            round_end: 0,
+            round_cwnd_limited: false,
+            round_max_flight: 0,
+            max_nic_bytes: 0,
         }
         .with_swift(flow, p)
     }
@@ -789,6 +815,27 @@ impl TcpSender {
     }
 
     // ---- read-only state ----
+    /// Wire bytes of this flow's data waiting in (or being sent by) the host NIC.
+    pub fn nic_bytes(&self) -> u64 {
+        self.nic_bytes
+    }
+    /// The largest `nic_bytes` so far.
+    pub fn max_nic_bytes(&self) -> u64 {
+        self.max_nic_bytes
+    }
+    /// The last send stopped at the per-flow NIC limit.
+    pub fn tsq_throttled(&self) -> bool {
+        self.tsq_throttled
+    }
+    /// The per-flow NIC limit in force now, bytes (`None`: `host.tsq` off).
+    pub fn tsq_limit(&self, p: &TcpParams) -> Option<u64> {
+        let t = p.tsq?;
+        Some(t.limit(self.cwnd, self.ssthresh, self.has_rtt.then_some(self.srtt), self.mss + p.header))
+    }
+    /// Window validation: may an ACK grow the window now (`host.cwnd_validation`)?
+    pub fn cwnd_limited(&self) -> bool {
+        self.round_cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.round_max_flight)
+    }
     /// Congestion window, bytes.
     pub fn cwnd(&self) -> u64 {
         self.cwnd
@@ -881,6 +928,46 @@ impl TcpSender {
             self.fill_sack(cx);
         } else {
             self.fill_normal(cx);
+        }
+    }
+
+    /// One of this sender's data packets (`wire` bytes) has been transmitted by the host NIC:
+    /// release its bytes from the NIC limit and, if that limit had stopped a send, send on.
+    pub fn on_tx_complete(&mut self, cx: &mut FlowCtx, wire: u64) {
+        self.nic_bytes = self.nic_bytes.saturating_sub(wire);
+        if self.tsq_throttled {
+            self.tsq_throttled = false;
+            if self.una < self.size {
+                self.send_available(cx);
+            }
+        }
+    }
+
+    /// The per-flow NIC limit (`host.tsq`): false, and the sender marked throttled, when
+    /// the flow already has more than its limit below the transport (Linux sends while
+    /// the queued bytes do not exceed the limit, so one packet may overshoot it).
+    #[inline]
+    fn nic_room(&mut self, p: &TcpParams) -> bool {
+        if p.tsq.is_none() {
+            return true;
+        }
+        let limit = self.tsq_limit(p).unwrap_or(u64::MAX);
+        if self.nic_bytes > limit {
+            self.tsq_throttled = true;
+            return false;
+        }
+        true
+    }
+
+    /// Window validation bookkeeping at the end of a send attempt: `flight` bytes in
+    /// flight, `window_full` whether the window stopped it. A round lasts until `una`
+    /// passes the `snd_nxt` of its start; within it a window-limited attempt is
+    /// remembered, otherwise the largest flight.
+    fn note_send_attempt(&mut self, flight: u64, window_full: bool) {
+        if self.una >= self.round_end || window_full || (!self.round_cwnd_limited && flight > self.round_max_flight) {
+            self.round_cwnd_limited = window_full;
+            self.round_max_flight = flight;
+            self.round_end = self.nxt;
         }
     }
 
@@ -1094,6 +1181,9 @@ impl TcpSender {
     }
 
     fn grow(&mut self, p: &TcpParams, newly: u64) {
+        if p.cwnd_validation && !self.cwnd_limited() {
+            return;
+        }
         if self.cwnd < self.ssthresh {
             self.cwnd = (self.cwnd + newly.min(2 * self.mss)).min(self.ssthresh);
         } else {
@@ -1259,9 +1349,14 @@ impl TcpSender {
             s = self.skip_sacked(s);
             (s - self.una) - self.sacked_between(self.una, s) - self.known_unsacked(self.una, s)
         };
+        let mut window_full = false;
         while s < self.size {
             let e = self.seg_end(s);
-            if outstanding + (e - s) > self.cwnd || !self.pace_ok(cx) {
+            if outstanding + (e - s) > self.cwnd {
+                window_full = true;
+                break;
+            }
+            if !self.nic_room(cx.params) || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
@@ -1269,6 +1364,7 @@ impl TcpSender {
             outstanding += e - s;
             s = if plain { e } else { self.skip_sacked(e) };
         }
+        self.note_send_attempt(outstanding, window_full);
     }
 
     fn fill_sack(&mut self, cx: &mut FlowCtx) {
@@ -1295,7 +1391,11 @@ impl TcpSender {
             } else {
                 break;
             };
-            if pipe + (e - s) > self.cwnd || !self.pace_ok(cx) {
+            if pipe + (e - s) > self.cwnd {
+                self.note_send_attempt(pipe, true);
+                break;
+            }
+            if !self.nic_room(p) || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
@@ -1341,6 +1441,8 @@ impl TcpSender {
             ..Packet::default()
         };
         cx.out.send(pkt);
+        self.nic_bytes += payload + p.header;
+        self.max_nic_bytes = self.max_nic_bytes.max(self.nic_bytes);
         if let Some(sw) = self.swift.as_deref_mut() {
             sw.on_sent(cx.now);
         }
@@ -1742,6 +1844,27 @@ impl Transport for Tcp {
         }
     }
 
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let id = pkt.flow as usize;
+        if let (Some(slot), Some(info)) = (self.slots.get_mut(id), ctx.flows.get(id)) {
+            if let Half::Active(s) = &mut slot.snd {
+                let mut cx = FlowCtx {
+                    now: ctx.now,
+                    flow: info,
+                    params: &self.params,
+                    policy: &*self.policy,
+                    out: &mut *ctx.out,
+                };
+                s.on_tx_complete(&mut cx, pkt.size as u64);
+                finish_sender(slot);
+            }
+        }
+    }
+
+    fn wants_tx_complete(&self) -> bool {
+        self.params.tsq.is_some()
+    }
+
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         match self.slots.get(flow as usize) {
             Some(Slot { snd: Half::Active(s), .. }) => s.stats(),
@@ -1773,6 +1896,7 @@ mod tests {
             priorities: 8,
             size_cdf: None,
             workload: None,
+            host: crate::host::HostSpec { tsq: false, ..crate::host::HostSpec::default() },
         }
     }
 
@@ -1856,6 +1980,105 @@ mod tests {
 
     fn covered(a: &Packet) -> u64 {
         (a.aux2 & ACK_COVERED_MASK) as u64
+    }
+
+    // ---------------------------------------------------------------- host model
+
+    /// The test network with the per-flow NIC limit on, capped at `limit` bytes, and window
+    /// validation as given.
+    fn net_nic_limited(limit: u64, validation: bool) -> NetInfo {
+        let mut n = net();
+        n.host = crate::host::HostSpec {
+            tsq: true,
+            tsq_limit: Bytes(limit),
+            cwnd_validation: validation,
+            ..crate::host::HostSpec::default()
+        };
+        n
+    }
+
+    fn h_with(cfg: serde_json::Value, n: &NetInfo, size: u64) -> H {
+        let tcp = Tcp::from_config(&cfg, n, false).expect("valid config");
+        H { tcp, flows: vec![flow(0, 0, 1, size)] }
+    }
+
+    fn tx_complete(h: &mut H, now: Time, p: &Packet) -> Vec<Packet> {
+        h.call(now, p.src, |t, c| t.on_tx_complete(c, p)).sends
+    }
+
+    #[test]
+    fn nic_limited_sender_stops_above_the_limit_and_each_completion_releases_one_more() {
+        // A 100-packet window, a NIC limit of 4,500 B (three 1,500 B packets): the sender
+        // sends while the flow's NIC bytes do not exceed the limit, so four packets leave
+        // (the last overshoots by one packet, as in Linux) and the sender waits.
+        let mut h = h_with(json!({"init_cwnd": 100}), &net_nic_limited(4500, true), 1000 * MSS);
+        assert!(h.tcp.wants_tx_complete());
+        let a = h.start(Time::ZERO, 0).sends;
+        assert_eq!(seqs(&a), vec![0, 1, 2, 3]);
+        assert!(h.snd(0).tsq_throttled());
+        assert_eq!(h.snd(0).nic_bytes(), 6000);
+        // The NIC transmits the first: 4,500 B remain, one more packet goes.
+        let b = tx_complete(&mut h, Time::us(1), &a[0]);
+        assert_eq!(seqs(&b), vec![4]);
+        assert_eq!(h.snd(0).nic_bytes(), 6000);
+        // ACKs alone release nothing at the NIC: an ACK for all four sends no packet.
+        let acks = h.deliver_data(Time::us(2), &a);
+        let c = h.deliver_acks(Time::us(3), &acks);
+        assert!(c.is_empty(), "NIC limit holds: {:?}", seqs(&c));
+        assert_eq!(h.snd(0).max_nic_bytes(), 4500 + 1500);
+    }
+
+    #[test]
+    fn window_does_not_grow_while_the_nic_limit_holds_the_flow() {
+        // Rounds of: the NIC transmits what the flow queued, the receiver ACKs it. Under a
+        // 4,500 B NIC limit with validation the 100-packet window never fills, so it does not
+        // grow; with validation off (or without the NIC limit) the same ACKs grow it.
+        let run = |n: &NetInfo| -> (u64, u64) {
+            let mut h = h_with(json!({"init_cwnd": 100}), n, 100_000 * MSS);
+            let mut wire = h.start(Time::ZERO, 0).sends;
+            let mut now = Time::ZERO;
+            for _ in 0..6 {
+                now += Time::us(1);
+                let mut released = vec![];
+                for p in &wire {
+                    released.extend(tx_complete(&mut h, now, p));
+                }
+                let acks = h.deliver_data(now, &wire);
+                let mut next = h.deliver_acks(now, &acks);
+                next.extend(released);
+                wire = next;
+            }
+            (h.snd(0).cwnd(), h.snd(0).snd_una())
+        };
+        let (w_limited, una_limited) = run(&net_nic_limited(4500, true));
+        assert_eq!(w_limited, 100 * MSS, "NIC-limited: the window stays");
+        assert!(una_limited > 15 * MSS, "the flow progresses: {una_limited}");
+        let (w_unvalidated, _) = run(&net_nic_limited(4500, false));
+        assert!(w_unvalidated > 100 * MSS + 15 * MSS, "without validation it grows: {w_unvalidated}");
+        let (w_free, _) = run(&net());
+        assert!(w_free > 1000 * MSS, "window-limited without the NIC limit it grows: {w_free}");
+    }
+
+    #[test]
+    fn slow_start_grows_only_while_the_window_is_below_twice_the_flight() {
+        // A 25-packet flow with a 100-packet initial window sends everything at once: the
+        // window never fills (application-limited), the round's largest flight is 25 packets
+        // and the window (100 packets) is already above twice that, so the ACKs of 24 of them
+        // grow nothing; without validation slow start adds one packet per ACK.
+        for (validation, want) in [(true, 100), (false, 124)] {
+            let mut h = h_with(json!({"init_cwnd": 100}), &net_nic_limited(1_000_000, validation), 25 * MSS);
+            let a = h.start(Time::ZERO, 0).sends;
+            assert_eq!(a.len(), 25);
+            let acks = h.deliver_data(Time::us(5), &a[..24]);
+            h.deliver_acks(Time::us(10), &acks);
+            assert_eq!(h.snd(0).cwnd(), want * MSS, "validation {validation}");
+        }
+        // Window-limited rounds grow as before: a 10-packet window on a long flow doubles.
+        let mut h = h_with(json!({}), &net_nic_limited(1_000_000, true), 1000 * MSS);
+        let a = h.start(Time::ZERO, 0).sends;
+        let acks = h.deliver_data(Time::us(5), &a);
+        let b = h.deliver_acks(Time::us(10), &acks);
+        assert_eq!((b.len(), h.snd(0).cwnd()), (20, 20 * MSS));
     }
 
     // ---------------------------------------------------------------- windows

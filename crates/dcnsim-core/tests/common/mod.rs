@@ -99,6 +99,12 @@ impl Transport for Recorder {
     fn wants_nic_idle(&self) -> bool {
         self.inner.wants_nic_idle()
     }
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_tx_complete(ctx, pkt)
+    }
+    fn wants_tx_complete(&self) -> bool {
+        self.inner.wants_tx_complete()
+    }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
