@@ -180,7 +180,7 @@ def check_writable(path: str | os.PathLike[str]) -> None:
         )
 
 
-def _foreign_entries(d: Path) -> list[str]:
+def foreign_entries(d: Path) -> list[str]:
     """Entries of folder ``d`` that are not temporary folders dcnsim made."""
     return sorted(e.name for e in d.iterdir() if _tmp_owner(e) is None)
 
@@ -194,7 +194,7 @@ def check_run_dir(path: str | os.PathLike[str], overwrite: bool = False) -> None
             raise OutputError(str(p), "exists and is not a folder; choose another --out")
         m = read_manifest(p)
         if m is None:
-            foreign = _foreign_entries(p)
+            foreign = foreign_entries(p)
             if foreign:
                 raise OutputError(str(p), _foreign_message(foreign, "run"))
         elif m.get("kind") != "run":
@@ -232,10 +232,38 @@ def check_sweep_dir(path: str | os.PathLike[str], marker: str) -> None:
                 raise OutputError(
                     str(p), "holds a dcnsim run folder, not a sweep; choose another --out"
                 )
-            foreign = _foreign_entries(p)
+            foreign = foreign_entries(p)
             if foreign:
                 raise OutputError(str(p), _foreign_message(foreign, "sweep"))
     check_writable(p)
+
+
+def check_plot_dir(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`OutputError` unless ``path`` is missing, empty, or a plots folder dcnsim
+    wrote (a manifest of kind ``plots``) that can be written."""
+    p = Path(path).absolute()
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            raise OutputError(str(p), "exists and is not a folder; choose another --out")
+        m = read_manifest(p)
+        if m is None:
+            foreign = foreign_entries(p)
+            if foreign:
+                raise OutputError(str(p), _foreign_message(foreign, "plots"))
+        elif m.get("kind") != "plots":
+            raise OutputError(
+                str(p), f"holds a dcnsim {m.get('kind')} folder, not plots; choose another --out"
+            )
+    check_writable(p)
+
+
+def record_plots(path: str | os.PathLike[str], files: Iterable[str | os.PathLike[str]]) -> None:
+    """List the PNG files just written in the manifest of plots folder ``path`` (kept with
+    those listed before, so a later plot replaces only dcnsim's own files)."""
+    p = Path(path)
+    names = list((read_manifest(p) or {}).get("files", []))
+    names += [Path(f).name for f in files if Path(f).name not in names]
+    _write_manifest(p, manifest(names, "complete", "", kind="plots"))
 
 
 # -- temporary folders ---------------------------------------------------------------------

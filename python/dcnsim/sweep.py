@@ -83,6 +83,7 @@ from dcnsim.outdir import (
     check_sweep_dir,
     clean_stale,
     fingerprint,
+    foreign_entries,
     is_complete_run,
     read_manifest,
 )
@@ -601,9 +602,7 @@ def _check_run_folders(tasks: Sequence[RunTask], out: Path) -> None:
             continue
         m = read_manifest(d)
         if m is None:
-            from dcnsim.outdir import _foreign_entries
-
-            if _foreign_entries(d):
+            if foreign_entries(d):
                 bad.append(t.name)
         elif m.get("kind") != "run":
             bad.append(t.name)

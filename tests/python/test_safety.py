@@ -132,6 +132,11 @@ def test_rerun_needs_force_and_keeps_what_the_user_added(
     assert m is not None and m["state"] == "complete" and "link.parquet" in m["files"]
     assert m["fingerprint"] == outdir.fingerprint(json.loads((res / "scenario.json").read_text()))
     assert cli(["plot", "res"], tmp_path).returncode == 0
+    assert cli(["plot", "res"], tmp_path).returncode == 0  # its own plots: replaced
+    before = user_folder(tmp_path / "mine")
+    r = cli(["plot", "res", "--out", "mine"], tmp_path)  # the user's folder: refused
+    assert r.returncode == 2 and "not a dcnsim plots folder" in r.stderr, r.stderr
+    assert snapshot(tmp_path / "mine") == before
     (res / "notes.md").write_text("my notes")
     plots = snapshot(res / "plots")
     assert plots
@@ -150,7 +155,7 @@ def test_rerun_needs_force_and_keeps_what_the_user_added(
     assert sorted(p.name for p in res.iterdir()) == sorted(
         [*m["files"], MANIFEST, "notes.md", "plots"]
     )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["res", "tiny.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "res", "tiny.toml"]
 
 
 def test_write_api_refuses_foreign_and_earlier_folders(tmp_path: Path) -> None:

@@ -81,7 +81,11 @@ def test_sweep_run_skip_resume(tmp_path: Path, sweep_file: Path, cli: Any) -> No
 
     r = cli(["plot", "sw"], tmp_path)
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in (out / "plots").iterdir()) == ["comparison.png", "headline.png"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [
+        "comparison.png",
+        "dcnsim-manifest.json",
+        "headline.png",
+    ]
 
 
 def test_sweep_api_serial_executor(tmp_path: Path, sweep_file: Path) -> None:
