@@ -165,7 +165,9 @@ def manifest(files: Sequence[str], state: str, fp: str, kind: str = "run") -> di
 
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raise :class:`OutputError` unless ``path`` (existing or not) can be created/written:
-    the nearest existing folder on its way must be a writable folder."""
+    the nearest existing folder on its way must be a folder this process can create entries
+    in. Tried for real (an empty probe folder made and removed at once), since permission
+    bits do not tell for root, read-only mounts or special file systems."""
     p = Path(path).absolute()
     probe = p
     while not probe.exists():
@@ -174,10 +176,17 @@ def check_writable(path: str | os.PathLike[str]) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise OutputError(str(p), f"{probe} is a file, not a folder; choose another path")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise OutputError(
-            str(p), f"cannot write in {probe} (no write permission); choose another path"
-        )
+    trial = probe / f"{INNER_TMP}{tmp_suffix()}"
+    try:
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise PermissionError("no write permission")
+        trial.mkdir()
+        trial.rmdir()
+    except FileExistsError:  # our own temporary folder is there: the folder is writable
+        pass
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise OutputError(str(p), f"cannot write in {probe} ({why}); choose another path") from None
 
 
 def foreign_entries(d: Path) -> list[str]:

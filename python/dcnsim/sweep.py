@@ -826,13 +826,15 @@ def _csv_cell(v: Any) -> str:
 
 
 def read_sweep(out_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read a sweep folder: (``sweep.json`` contents, rows of the combined table)."""
+    """Read a sweep folder: (``sweep.json`` contents, rows of its complete runs)."""
     d = Path(out_dir)
     meta = json.loads((d / SWEEP_FILE).read_text())
     rows = []
     for r in meta["runs"]:
         p = d / r["name"] / "summary.json"
-        if is_complete(d / r["name"]):
+        m = read_manifest(d / r["name"])
+        # complete; or written before manifests existed (read, never replaced, by dcnsim)
+        if p.is_file() and (m is None or m.get("state") == "complete"):
             row = {"run": r["name"], **r["values"]}
             for k, v in json.loads(p.read_text()).items():
                 row.setdefault(k, v)

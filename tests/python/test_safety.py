@@ -120,6 +120,17 @@ def test_unwritable_parent_is_exit_2(tmp_path: Path, tiny_scenario: Path, cli: A
         ro.chmod(0o755)
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_a_place_nobody_can_write_is_exit_2_even_for_root(
+    tmp_path: Path, tiny_scenario: Path, cli: Any
+) -> None:
+    # /proc takes no new entries, whatever the permission bits say (root passes access())
+    r = cli(["run", str(tiny_scenario), "--out", "/proc/dcnsim-out/res"], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: /proc/dcnsim-out/res: cannot write in /proc ("), r.stderr
+    assert "flows:" not in r.stdout
+
+
 def test_rerun_needs_force_and_keeps_what_the_user_added(
     tmp_path: Path, tiny_scenario: Path, cli: Any
 ) -> None:
