@@ -275,7 +275,7 @@ class Results:
         out = Path(out_dir).absolute()
         outdir.check_run_dir(out, overwrite=overwrite)
         outdir.clean_stale(out.parent, names=[out.name])
-        outdir.clean_stale(out, names=())
+        outdir.clean_stale(out, names=[outdir.MANIFEST])
         tmp = outdir.start_run_dir(out)
         try:
             files = self._write_files(tmp)

@@ -663,9 +663,9 @@ def run_sweep(
         shown = ", ".join(changed[:10]) + (", ..." if len(changed) > 10 else "")
         raise OutputError(
             str(out),
-            f"{len(changed)} finished run{'s' if len(changed) > 1 else ''} were made from "
-            f"another scenario or dcnsim version: {shown}; rerun without --refuse-changed to "
-            "redo them, or choose another --out",
+            f"{len(changed)} finished run(s) were made from another scenario or dcnsim "
+            f"version: {shown}; rerun without --refuse-changed to redo them, or choose "
+            "another --out",
         )
 
     out.mkdir(parents=True, exist_ok=True)
