@@ -19,7 +19,10 @@ Rules for a run folder ``DIR`` (:func:`check_run_dir`, applied before simulating
 
 * ``DIR`` missing, or an empty folder: written.
 * ``DIR`` holds a manifest: replaced only with ``overwrite`` (``--force``); then the files
-  listed in the old manifest are removed or overwritten and nothing else.
+  listed in the old manifest are removed or overwritten and nothing else. A run folder of a
+  dcnsim from before manifests (:func:`legacy_run_files`: only result file names, a
+  ``plots/`` folder and dcnsim temporaries in it) counts as one: it first gets the manifest
+  it lacks (:func:`adopt_legacy_run`).
 * anything else (a file, or a folder with other contents): refused with
   :class:`OutputError` (exit status 2) before anything is written.
 * the nearest existing folder on the way to ``DIR`` must be writable (else :class:`OutputError`).
@@ -160,6 +163,56 @@ def manifest(files: Sequence[str], state: str, fp: str, kind: str = "run") -> di
     }
 
 
+# -- run folders written before manifests existed -------------------------------------------
+
+#: The files a run folder held before manifests existed (``docs/results.md``).
+LEGACY_RUN_FILES = frozenset(
+    {
+        "flows.parquet",
+        "flows.csv",
+        "ports.csv",
+        "queue.parquet",
+        "link.parquet",
+        "counters.json",
+        "scenario.json",
+        "summary.json",
+    }
+)
+
+
+def legacy_run_files(d: str | os.PathLike[str]) -> list[str] | None:
+    """The result files of a run folder an older dcnsim wrote (no manifest; nothing in it
+    but result file names, a ``plots/`` folder and dcnsim temporaries; ``summary.json`` and
+    ``scenario.json`` present), or None if ``d`` is not one."""
+    p = Path(d)
+    if not p.is_dir() or read_manifest(p) is not None:
+        return None
+    names = set()
+    for e in p.iterdir():
+        if _tmp_owner(e) is not None or (e.name == "plots" and e.is_dir()):
+            continue
+        if e.name not in LEGACY_RUN_FILES or not e.is_file() or e.is_symlink():
+            return None
+        names.add(e.name)
+    if not {"summary.json", "scenario.json"} <= names:
+        return None
+    return sorted(names)
+
+
+def adopt_legacy_run(d: str | os.PathLike[str]) -> bool:
+    """Give a run folder of an older dcnsim (:func:`legacy_run_files`) its manifest, listing
+    its result files, with the fingerprint of its ``scenario.json``; True if it was one."""
+    files = legacy_run_files(d)
+    if files is None:
+        return False
+    try:
+        scenario = json.loads((Path(d) / "scenario.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        scenario = None
+    _write_manifest(Path(d), manifest(files, "complete", fingerprint(scenario)))
+    return True
+
+
 # -- checks before writing ---------------------------------------------------------------
 
 
@@ -202,6 +255,8 @@ def check_run_dir(path: str | os.PathLike[str], overwrite: bool = False) -> None
         if not p.is_dir():
             raise OutputError(str(p), "exists and is not a folder; choose another --out")
         m = read_manifest(p)
+        if m is None and legacy_run_files(p) is not None:
+            m = {"kind": "run", "state": "complete"}  # an older dcnsim's run folder
         if m is None:
             foreign = foreign_entries(p)
             if foreign:

@@ -274,6 +274,7 @@ class Results:
 
         out = Path(out_dir).absolute()
         outdir.check_run_dir(out, overwrite=overwrite)
+        outdir.adopt_legacy_run(out)  # an older dcnsim's run folder: list its files first
         outdir.clean_stale(out.parent, names=[out.name])
         outdir.clean_stale(out, names=[outdir.MANIFEST])
         tmp = outdir.start_run_dir(out)

@@ -80,11 +80,13 @@ from typing import Any, Callable, Protocol, TypeVar
 from dcnsim.errors import ScenarioError
 from dcnsim.outdir import (
     OutputError,
+    adopt_legacy_run,
     check_sweep_dir,
     clean_stale,
     fingerprint,
     foreign_entries,
     is_complete_run,
+    legacy_run_files,
     read_manifest,
 )
 from dcnsim.scenario import parse_path, parse_text, set_field
@@ -602,7 +604,7 @@ def _check_run_folders(tasks: Sequence[RunTask], out: Path) -> None:
             continue
         m = read_manifest(d)
         if m is None:
-            if foreign_entries(d):
+            if foreign_entries(d) and legacy_run_files(d) is None:
                 bad.append(t.name)
         elif m.get("kind") != "run":
             bad.append(t.name)
@@ -610,10 +612,23 @@ def _check_run_folders(tasks: Sequence[RunTask], out: Path) -> None:
         shown = ", ".join(bad[:5]) + (", ..." if len(bad) > 5 else "")
         raise OutputError(
             str(out),
-            f"{len(bad)} run folder(s) in it are not dcnsim run folders (no manifest: written "
-            f"by hand or by an older dcnsim): {shown}; move them away (or choose another --out) "
+            f"{len(bad)} run folder(s) in it are not dcnsim run folders (no manifest, and other "
+            f"files than a run's results): {shown}; move them away (or choose another --out) "
             "and rerun",
         )
+
+
+def _recorded(run_dir: str) -> tuple[bool, str | None]:
+    """(complete?, recorded fingerprint) of a run folder; a run folder of an older dcnsim
+    counts as complete, with the fingerprint of its ``scenario.json``."""
+    if is_complete(run_dir):
+        return True, (read_manifest(run_dir) or {}).get("fingerprint")
+    if legacy_run_files(run_dir) is not None:
+        try:
+            return True, fingerprint(json.loads((Path(run_dir) / "scenario.json").read_text()))
+        except (OSError, ValueError):
+            return True, None
+    return False, None
 
 
 def run_sweep(
@@ -652,12 +667,10 @@ def run_sweep(
     check_sweep_dir(out, SWEEP_FILE)
     _check_run_folders(tasks, out)
 
-    done_before = {t.name for t in tasks if is_complete(t.out_dir)}
+    recorded = {t.name: _recorded(t.out_dir) for t in tasks}
+    done_before = {name for name, (done, _) in recorded.items() if done}
     changed = [
-        t.name
-        for t in tasks
-        if t.name in done_before
-        and (read_manifest(t.out_dir) or {}).get("fingerprint") != t.fingerprint
+        t.name for t in tasks if t.name in done_before and recorded[t.name][1] != t.fingerprint
     ]
     if changed and on_change == "refuse" and not force:
         shown = ", ".join(changed[:10]) + (", ..." if len(changed) > 10 else "")
@@ -670,6 +683,8 @@ def run_sweep(
 
     out.mkdir(parents=True, exist_ok=True)
     clean_stale(out)
+    for t in tasks:  # run folders of an older dcnsim get their manifest (nothing else changes)
+        adopt_legacy_run(t.out_dir)
     _write_sweep_json(spec, tasks, out)
     todo = [t for t in tasks if force or t.name not in done_before or t.name in changed]
     todo_names = {t.name for t in todo}

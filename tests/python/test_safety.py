@@ -359,6 +359,43 @@ def test_resume_reruns_runs_whose_scenario_changed(tmp_path: Path, sweep_file: P
     assert rep.skipped == RUNS and not rep.changed
 
 
+def test_run_folders_of_an_older_dcnsim_are_adopted_not_refused(
+    tmp_path: Path, sweep_file: Path
+) -> None:
+    out = tmp_path / "sw"
+    run_sweep(sweep_file, out, executor=SerialExecutor())
+    for r in RUNS:  # as a dcnsim without manifests left them, one with plots
+        (out / r / MANIFEST).unlink()
+    (out / RUNS[0] / "plots").mkdir()
+    (out / RUNS[0] / "plots" / "fct_cdf.png").write_bytes(b"png")
+    before = snapshot(out / RUNS[0])
+    rep = run_sweep(sweep_file, out, executor=SerialExecutor())
+    assert rep.skipped == RUNS and not rep.changed  # same scenarios: nothing rerun
+    m = outdir.read_manifest(out / RUNS[0])
+    assert m is not None and set(m["files"]) == {k for k in before if "/" not in k}
+    assert set(m["files"]) <= outdir.LEGACY_RUN_FILES and "summary.json" in m["files"]
+    assert {k: v for k, v in snapshot(out / RUNS[0]).items() if k != MANIFEST} == before
+
+    for r in RUNS:
+        (out / r / MANIFEST).unlink()
+    (out / RUNS[1] / "notes.txt").write_text("not a result file")  # then it is not adopted
+    with pytest.raises(OutputError, match=RUNS[1]):
+        run_sweep(sweep_file, out, executor=SerialExecutor())
+    assert all(outdir.read_manifest(out / r) is None for r in RUNS)  # refused: nothing written
+    (out / RUNS[1] / "notes.txt").unlink()
+    (tmp_path / "base.toml").write_text(TINY_SCENARIO.replace('ecn_k = "30KB"', 'ecn_k = "60KB"'))
+    rep = run_sweep(sweep_file, out, executor=SerialExecutor())
+    assert rep.changed == RUNS and rep.ran == RUNS
+    assert (out / RUNS[0] / "plots" / "fct_cdf.png").read_bytes() == b"png"
+
+    (out / RUNS[0] / MANIFEST).unlink()
+    with pytest.raises(OutputError, match="overwrite=True"):
+        make().write(out / RUNS[0])
+    make().write(out / RUNS[0], overwrite=True)
+    assert (out / RUNS[0] / "plots" / "fct_cdf.png").read_bytes() == b"png"
+    assert json.loads((out / RUNS[0] / "scenario.json").read_text()) == {"name": "synthetic"}
+
+
 def test_resume_changed_cli(tmp_path: Path, sweep_file: Path, cli: Any) -> None:
     sweep_file.write_text(
         'base = "base.toml"\n[grid]\nseed = [1, 2]\n[variants.a]\n"network.ecn_k" = "30KB"\n'
