@@ -302,16 +302,31 @@ def check_sweep_dir(path: str | os.PathLike[str], marker: str) -> None:
     check_writable(p)
 
 
+#: The PNG files ``dcnsim plot`` writes (a folder of only these, without a manifest, is the
+#: plots folder of a dcnsim from before manifests).
+PLOT_FILES = frozenset(
+    {
+        "fct_cdf.png",
+        "fct_by_size.png",
+        "queue.png",
+        "link_util.png",
+        "comparison.png",
+        "headline.png",
+    }
+)
+
+
 def check_plot_dir(path: str | os.PathLike[str]) -> None:
     """Raise :class:`OutputError` unless ``path`` is missing, empty, or a plots folder dcnsim
-    wrote (a manifest of kind ``plots``) that can be written."""
+    wrote (a manifest of kind ``plots``, or only :data:`PLOT_FILES` in it) that can be
+    written."""
     p = Path(path).absolute()
     if p.exists() or p.is_symlink():
         if not p.is_dir():
             raise OutputError(str(p), "exists and is not a folder; choose another --out")
         m = read_manifest(p)
         if m is None:
-            foreign = foreign_entries(p)
+            foreign = [f for f in foreign_entries(p) if f not in PLOT_FILES]
             if foreign:
                 raise OutputError(str(p), _foreign_message(foreign, "plots"))
         elif m.get("kind") != "plots":
@@ -325,7 +340,8 @@ def record_plots(path: str | os.PathLike[str], files: Iterable[str | os.PathLike
     """List the PNG files just written in the manifest of plots folder ``path`` (kept with
     those listed before, so a later plot replaces only dcnsim's own files)."""
     p = Path(path)
-    names = list((read_manifest(p) or {}).get("files", []))
+    m = read_manifest(p)
+    names = list(m["files"]) if m else sorted(f for f in foreign_entries(p) if f in PLOT_FILES)
     names += [Path(f).name for f in files if Path(f).name not in names]
     _write_manifest(p, manifest(names, "complete", "", kind="plots"))
 

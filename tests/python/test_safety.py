@@ -144,6 +144,10 @@ def test_rerun_needs_force_and_keeps_what_the_user_added(
     assert m["fingerprint"] == outdir.fingerprint(json.loads((res / "scenario.json").read_text()))
     assert cli(["plot", "res"], tmp_path).returncode == 0
     assert cli(["plot", "res"], tmp_path).returncode == 0  # its own plots: replaced
+    (res / "plots" / MANIFEST).unlink()  # an older dcnsim's plots (only its PNGs): replaced
+    assert cli(["plot", "res"], tmp_path).returncode == 0
+    m = outdir.read_manifest(res / "plots")
+    assert m is not None and "fct_cdf.png" in m["files"]
     before = user_folder(tmp_path / "mine")
     r = cli(["plot", "res", "--out", "mine"], tmp_path)  # the user's folder: refused
     assert r.returncode == 2 and "not a dcnsim plots folder" in r.stderr, r.stderr
