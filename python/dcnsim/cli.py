@@ -106,15 +106,17 @@ def print_summary(s: dict[str, Any], out: TextIO = sys.stdout) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from dcnsim.api import run
+    from dcnsim.outdir import check_run_dir
 
     scenario, base_dir = _load_with_overrides(args.scenario, args.set or [])
+    check_run_dir(args.out, overwrite=args.force)  # before simulating
     line = ProgressLine() if _show_progress(args) else None
     try:
         res = run(scenario, progress=line, base_dir=base_dir)
     finally:
         if line:
             line.close()
-    out = res.write(args.out)
+    out = res.write(args.out, overwrite=args.force)
     if not args.quiet:
         print_summary(res.summary())
         print(f"results in {out}")
@@ -234,16 +236,36 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ScenarioError("--workers", "must be at least 1")
     rep = run_sweep(
-        args.sweep, args.out, workers=args.workers, force=args.force, log=_sweep_log(args)
+        args.sweep,
+        args.out,
+        workers=args.workers,
+        force=args.force,
+        on_change=_on_change(args),
+        log=_sweep_log(args),
     )
     if not args.quiet:
         print(
             f"sweep: {len(rep.ran)} ran, {len(rep.skipped)} skipped, {len(rep.failed)} failed; "
             f"table in {rep.out_dir / 'sweep_summary.csv'}"
         )
+    return _report_failures(rep)
+
+
+def _on_change(args: argparse.Namespace) -> str:
+    return "refuse" if getattr(args, "refuse_changed", False) else "rerun"
+
+
+def _report_failures(rep: Any) -> int:
+    """Print each failed run's message, then one last line naming them all; the status."""
+    from dcnsim.sweep import _last_line
+
     for f in rep.failed:
-        _eprint(f"error: run {f.name} failed:\n{f.error}")
-    return 1 if rep.failed else 0
+        _eprint(f"error: run {f.name} failed:\n{f.error.rstrip()}")
+    if not rep.failed:
+        return 0
+    names = "; ".join(f"{f.name} ({_last_line(f.error)})" for f in rep.failed)
+    _eprint(f"error: {len(rep.failed)} of {len(rep.runs)} runs failed: {names}")
+    return 1
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -261,14 +283,13 @@ def cmd_repro(args: argparse.Namespace) -> int:
         force=args.force,
         log=_sweep_log(args),
         variants=None if args.variants is None else [v for v in args.variants.split(",") if v],
+        on_change=_on_change(args),
     )
     if not args.quiet:
         print((Path(out) / "table.md").read_text())
         for f in res.files:
             print(f)
-    for f in res.report.failed:
-        _eprint(f"error: run {f.name} failed:\n{f.error}")
-    return 1 if res.report.failed else 0
+    return _report_failures(res.report)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -285,7 +306,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run one scenario and write its result folder")
     r.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml or .json)")
-    r.add_argument("--out", required=True, metavar="DIR", help="result folder (replaced)")
+    r.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="result folder: new, empty, or (with --force) an earlier run folder",
+    )
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the files of an earlier run folder DIR (files you added are kept)",
+    )
     r.add_argument(
         "--set",
         action="append",
@@ -314,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="DIR")
     s.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
     s.add_argument("--force", action="store_true", help="redo runs that are already complete")
+    s.add_argument(
+        "--refuse-changed",
+        action="store_true",
+        help="refuse (list them) rather than rerun finished runs whose scenario changed",
+    )
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_sweep)
 
@@ -323,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--reduced", action="store_true", help="the small variant the tests run")
     rp.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
     rp.add_argument("--force", action="store_true", help="redo runs that are already complete")
+    rp.add_argument(
+        "--refuse-changed",
+        action="store_true",
+        help="refuse (list them) rather than rerun finished runs whose scenario changed",
+    )
     rp.add_argument(
         "--variants",
         metavar="NAME[,NAME]",
@@ -341,9 +382,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dcnsim`` script; returns the exit status."""
+    from dcnsim.sweep import SweepInterrupted
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except SweepInterrupted as e:
+        rep = e.report
+        for f in rep.failed:
+            _eprint(f"error: run {f.name} failed:\n{f.error.rstrip()}")
+        _eprint(
+            f"interrupted: {len(rep.finished)} of {len(rep.runs)} runs finished "
+            f"({len(rep.ran)} in this invocation, {len(rep.failed)} failed); table of the "
+            f"finished runs in {rep.out_dir / 'sweep_summary.csv'}"
+        )
+        return 130
     except ScenarioError as e:
         _eprint(f"error: {e.field}: {e.message}" if e.field else f"error: {e.message}")
         return 2

@@ -76,9 +76,9 @@ def run_demo(
     log = None if quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     rep = run_sweep(spec, out_dir, workers=workers, force=True, log=log)
     if rep.failed:
-        for f in rep.failed:
-            print(f"error: run {f.name} failed:\n{f.error}", file=sys.stderr)
-        return 1
+        from dcnsim.cli import _report_failures
+
+        return _report_failures(rep)
     files = plot_sweep(rep.out_dir, rep.out_dir / "plots")
     if not quiet:
         print(comparison_table(rep.rows))

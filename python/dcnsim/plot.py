@@ -14,6 +14,10 @@ For a run folder, :func:`plot_run` writes
 For a sweep folder, :func:`plot_sweep` writes ``comparison.png`` (FCT CDF of every run, and
 average/p99 FCT per size bucket, run beside run) and ``headline.png`` (bar charts of the
 headline metrics per run).
+
+The PNG folder must be missing, empty, or a plots folder dcnsim wrote: it carries a manifest
+(``dcnsim-manifest.json``, kind ``plots``) listing the PNGs, and a folder holding anything
+else is refused (:class:`dcnsim.outdir.OutputError`) before anything is drawn.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dcnsim.metrics import SIZE_BUCKETS, size_bucket_stats
+from dcnsim.outdir import check_plot_dir, record_plots
 from dcnsim.results import Results
 from dcnsim.sweep import is_sweep_dir, read_sweep
 
@@ -83,6 +88,7 @@ def _grouped_bars(
 
 def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Plot one run folder into ``out_dir``; return the PNG paths."""
+    check_plot_dir(out_dir)
     res = Results.load(run_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,11 +151,13 @@ def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -
         ax.legend(fontsize=7, ncol=2)
         ax.grid(True, alpha=0.3)
         files.append(_save(fig, out / "link_util.png"))
+    record_plots(out, files)
     return files
 
 
 def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Plot the comparison of the complete runs of a sweep folder; return the PNG paths."""
+    check_plot_dir(out_dir)
     d = Path(sweep_dir)
     meta, rows = read_sweep(d)
     if not rows:
@@ -190,6 +198,7 @@ def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"sweep {Path(meta.get('sweep_file') or d).name}: headline metrics")
     files.append(_save(fig, out / "headline.png"))
+    record_plots(out, files)
     return files
 
 

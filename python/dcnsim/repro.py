@@ -511,6 +511,7 @@ def run_repro(
     force: bool = False,
     log: Callable[[str], None] | None = None,
     variants: Sequence[str] | None = None,
+    on_change: str = "rerun",
 ) -> ReproResult:
     """Run a reproduction's sweep into ``out_dir`` and write its table and plot there.
 
@@ -521,7 +522,9 @@ def run_repro(
     rep = load_repro(folder, reduced=reduced)
     if variants is not None:
         select_variants(rep, variants)
-    report = run_sweep(rep.sweep, out_dir, workers=workers, force=force, log=log)
+    report = run_sweep(
+        rep.sweep, out_dir, workers=workers, force=force, on_change=on_change, log=log
+    )
     table = build_table(rep, report)
     out = Path(out_dir)
     files = [out / "table.csv", out / "table.md", out / "plot.png"]

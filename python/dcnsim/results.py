@@ -11,7 +11,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -259,51 +258,50 @@ class Results:
 
     # -- writing -----------------------------------------------------------------------
 
-    def write(self, out_dir: str | os.PathLike[str]) -> Path:
+    def write(self, out_dir: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the result folder atomically and return its path.
 
-        Everything is written into ``<out_dir>.tmp-<pid>`` beside ``out_dir`` and renamed into
-        place only when complete; an existing ``out_dir`` is replaced only then. If anything
-        fails, the temporary folder is removed and ``out_dir`` is left as it was.
+        ``out_dir`` must be missing, an empty folder, or (with ``overwrite``) a run folder
+        dcnsim wrote earlier; anything else raises :class:`dcnsim.outdir.OutputError` (a
+        :class:`~dcnsim.ScenarioError`) before anything is written. Replacing an earlier run
+        removes or overwrites only the files its manifest lists: files added since (a
+        ``plots/`` folder, notes) are kept. Files are written into a temporary folder and
+        renamed into place when complete (``dcnsim.outdir`` documents each step); if anything
+        fails, the temporary folder is removed. Stale temporary folders of dead dcnsim
+        processes at ``out_dir`` are removed first.
         """
+        from dcnsim import outdir
+
         out = Path(out_dir).absolute()
-        if out.exists() and not out.is_dir():
-            raise FileExistsError(f"{out} exists and is not a directory")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pid = os.getpid()
-        tmp = out.with_name(f"{out.name}.tmp-{pid}")
-        old = out.with_name(f"{out.name}.old-{pid}")
-        for stale in (tmp, old):
-            if stale.exists():
-                shutil.rmtree(stale)
-        tmp.mkdir()
+        outdir.check_run_dir(out, overwrite=overwrite)
+        outdir.adopt_legacy_run(out)  # an older dcnsim's run folder: list its files first
+        outdir.clean_stale(out.parent, names=[out.name])
+        outdir.clean_stale(out, names=[outdir.MANIFEST])
+        tmp = outdir.start_run_dir(out)
         try:
-            self._write_files(tmp)
-            if out.exists():
-                out.rename(old)
-                tmp.rename(out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(out)
+            files = self._write_files(tmp)
+            outdir.commit_run_dir(tmp, out, files, outdir.fingerprint(self.scenario))
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if old.exists() and not out.exists():
-                old.rename(out)
+            outdir.abandon(tmp)
             raise
         return out
 
-    def _write_files(self, d: Path) -> None:
+    def _write_files(self, d: Path) -> list[str]:
+        """Write the result files into folder ``d``; return their names."""
+        names = ["flows.parquet", "flows.csv", "ports.csv"]
         write_table(self.flows, FLOW_COLUMNS, d / "flows.parquet")
         write_table(self.flows, FLOW_COLUMNS, d / "flows.csv")
         write_table(self.ports, PORT_COLUMNS, d / "ports.csv")
         if self.has_queue_samples:
             write_table(self.queue_samples, QUEUE_COLUMNS, d / "queue.parquet")
+            names.append("queue.parquet")
         if self.has_link_samples:
             write_table(self.link_samples, LINK_COLUMNS, d / "link.parquet")
+            names.append("link.parquet")
         write_json(self.counters, d / "counters.json")
         write_json(self.scenario, d / "scenario.json")
-        # summary.json last: its presence marks a complete folder (sweeps rely on it).
         write_json(self.summary(), d / "summary.json")
+        return [*names, "counters.json", "scenario.json", "summary.json"]
 
 
 def _nan_from_null(d: dict[str, Any]) -> dict[str, Any]:
@@ -339,8 +337,10 @@ def write_json(obj: Any, path: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file via a temporary sibling and ``os.replace``."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    """Write a file via a temporary sibling (``<name>.tmp-<host>-<pid>``) and ``os.replace``."""
+    from dcnsim.outdir import tmp_suffix
+
+    tmp = path.with_name(f"{path.name}.tmp-{tmp_suffix()}")
     try:
         tmp.write_bytes(data)
         tmp.replace(path)

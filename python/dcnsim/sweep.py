@@ -22,22 +22,42 @@ switch settings it needs), which a cartesian grid cannot express. A run's values
 with ``variant`` (the variant's name), followed by its grid values.
 
 Each run gets its own folder under the output folder, named from its grid values
-(e.g. ``protocol-dctcp_load-0.3_seed-1``), written atomically. A run whose folder already
-exists is complete (folders only appear by atomic rename) and is skipped, so a killed sweep
-resumes where it stopped. ``sweep.json`` records the grid and the runs, and
-``sweep_summary.csv``/``.parquet`` hold one row per run: ``run``, the grid values, and every
-summary key.
+(e.g. ``protocol-dctcp_load-0.3_seed-1``), written atomically as a run folder with a manifest
+(:mod:`dcnsim.outdir`) that records the run's **fingerprint**: a hash of its normalized
+scenario and the dcnsim version. On a rerun, a complete run whose fingerprint matches is
+skipped, so a killed sweep resumes where it stopped; a complete run whose fingerprint differs
+(the base scenario, the ``[set]`` table or a variant was edited, or dcnsim was upgraded) is
+rerun and named in the log (``on_change="refuse"``, ``--refuse-changed``, refuses instead and
+lists them). ``sweep.json`` records the grid and the runs, and
+``sweep_summary.csv``/``.parquet`` hold one row per finished or failed run: ``run``, the grid
+values, every summary key, ``status`` and ``error``.
+
+The output folder must be missing, empty or a sweep folder (``sweep.json``), and each run
+folder in it missing, empty or dcnsim's; otherwise the sweep is refused before anything runs.
 
 Runs are executed through an :class:`Executor`: anything with a ``map(fn, tasks)`` method that
-returns the results of ``fn(task)`` for each task, in order. The default is a local process
-pool (:class:`ProcessExecutor`); to plug in a distributed engine, write a class whose ``map``
-ships each task (a picklable :class:`RunTask`) to a worker that has ``dcnsim`` installed and
-calls :func:`execute_task` there, with the output folder on storage both sides see, then pass
-it as ``run_sweep(..., executor=MyExecutor())``.
+returns the results of ``fn(task)`` for each task (in any order: each result names its run).
+The default, :class:`ProcessExecutor`, runs each task in a worker process it can afford to
+lose: a run that raises, panics, aborts, segfaults or is killed (out of memory) is recorded as
+failed with a message and the other runs go on. Workers die with their parent, even when it is
+killed with SIGKILL (Linux ``PR_SET_PDEATHSIG``, and a parent-pid watch elsewhere). On SIGINT
+the sweep stops its workers, writes the table of every finished run and raises
+:class:`SweepInterrupted`. To plug in a distributed engine, write a class whose ``map`` ships
+each task (a picklable :class:`RunTask`) to a worker that has ``dcnsim`` installed and calls
+:func:`execute_task` there, with the output folder on storage both sides see, then pass it as
+``run_sweep(..., executor=MyExecutor())``; an exception out of its ``map`` marks the runs it
+did not report as failed.
+
+**Test hook.** ``DCNSIM_TEST_CRASH="RUN=MODE[,RUN=MODE]"`` in a worker's environment makes
+:func:`execute_task` crash on the named runs, so tests can check that a crashing run does not
+take the sweep down: ``abort`` (``os.abort()``, SIGABRT as a Rust abort), ``kill`` (SIGKILL, as
+the out-of-memory killer sends), ``exit`` (``os._exit(3)``) or ``raise`` (an exception). It is
+for tests only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import io
@@ -46,15 +66,29 @@ import json
 import math
 import os
 import re
-import shutil
+import signal
+import sys
+import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, TypeVar
 
 from dcnsim.errors import ScenarioError
+from dcnsim.outdir import (
+    OutputError,
+    adopt_legacy_run,
+    check_sweep_dir,
+    clean_stale,
+    fingerprint,
+    foreign_entries,
+    is_complete_run,
+    legacy_run_files,
+    read_manifest,
+)
 from dcnsim.scenario import parse_path, parse_text, set_field
 
 T = TypeVar("T")
@@ -66,35 +100,188 @@ SUMMARY_PARQUET = "sweep_summary.parquet"
 
 
 class Executor(Protocol):
-    """Runs ``fn`` on every task and yields the results in task order."""
+    """Runs ``fn`` on every task and yields the results (in task order or as they finish)."""
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterable[R]: ...
 
 
 class SerialExecutor:
-    """Runs the tasks one after another in this process."""
+    """Runs the tasks one after another in this process (no isolation: a crash of a run is
+    a crash of the caller)."""
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
         return (fn(t) for t in tasks)
 
 
-class ProcessExecutor:
-    """Runs the tasks in a local ``concurrent.futures.ProcessPoolExecutor``.
+class WorkerLost(RuntimeError):
+    """A task whose worker process died (or whose ``fn`` raised) under :class:`ProcessExecutor`
+    when no ``on_lost`` was given."""
 
-    Workers are started with the ``spawn`` method: fresh interpreters, so no lock or thread
-    state of the parent (numpy, Arrow) is inherited by a fork.
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Any
+    task: Any = None
+    started: bool = False
+
+
+class ProcessExecutor:
+    """Runs the tasks in ``workers`` local worker processes, each of which may be lost.
+
+    Workers are started with the ``spawn`` method (fresh interpreters: no lock or thread state
+    of the parent is inherited) and take one task at a time over a pipe. A worker that dies
+    during a task (abort, segfault, SIGKILL by the out-of-memory killer, ``os._exit``) is
+    replaced and its task reported through ``on_lost(task, message)``; so is a task whose
+    ``fn`` raised. Results are yielded as tasks finish. Workers ignore SIGINT (the parent
+    decides), die with their parent (``PR_SET_PDEATHSIG`` on Linux, a parent-pid watch
+    elsewhere), and are terminated when the iteration ends early (interrupt, ``close()``).
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, on_lost: Callable[[Any, str], Any] | None = None) -> None:
         self.workers = max(1, workers)
+        self.on_lost = on_lost
+
+    def _lost(self, task: Any, message: str) -> Any:
+        if self.on_lost is not None:
+            return self.on_lost(task, message)
+        if isinstance(task, RunTask):
+            return RunOutcome(task.name, "failed", error=message)
+        raise WorkerLost(message)
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing.connection import wait
 
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
-            yield from pool.map(fn, tasks, chunksize=1)
+        pending = deque(tasks)
+        live: list[_Worker] = []
+        try:
+            while True:
+                for w in live:
+                    if w.task is None and pending:
+                        _send(w, pending.popleft())
+                while pending and len(live) < self.workers:
+                    w = _start_worker(ctx, fn)
+                    live.append(w)
+                    _send(w, pending.popleft())
+                busy = [w for w in live if w.task is not None]
+                if not busy:
+                    break
+                ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy]))
+                for w in busy:
+                    if w.conn not in ready and w.proc.sentinel not in ready:
+                        continue
+                    msg = None
+                    try:
+                        if w.conn.poll():
+                            msg = w.conn.recv()
+                    except (EOFError, OSError):
+                        msg = None
+                    task, w.task = w.task, None
+                    if msg is not None:
+                        kind, value = msg
+                        yield value if kind == "ok" else self._lost(task, value)
+                        continue
+                    w.proc.join(timeout=5)
+                    live.remove(w)
+                    _stop_worker(w, 0)
+                    yield self._lost(task, _exit_message(w.proc.exitcode))
+        finally:
+            for w in live:  # idle ones are asked to leave, busy ones terminated
+                if w.task is None:
+                    with contextlib.suppress(OSError):
+                        w.conn.send(None)
+                else:
+                    w.proc.terminate()
+            for w in live:
+                _stop_worker(w, 2.0 if w.task is None else 1.0)
+
+
+def _start_worker(ctx: Any, fn: Callable[[Any], Any]) -> _Worker:
+    parent_conn, child_conn = ctx.Pipe(duplex=True)
+    proc = ctx.Process(
+        target=_worker_main, args=(child_conn, os.getpid(), fn), daemon=True, name="dcnsim-worker"
+    )
+    proc.start()
+    child_conn.close()
+    return _Worker(proc, parent_conn)
+
+
+def _send(w: _Worker, task: Any) -> None:
+    w.task = task
+    with contextlib.suppress(OSError):  # a dead worker shows up through its sentinel
+        w.conn.send(task)
+
+
+def _stop_worker(w: _Worker, grace: float) -> None:
+    w.proc.join(timeout=grace)
+    if w.proc.is_alive():
+        w.proc.kill()
+        w.proc.join(timeout=5)
+    with contextlib.suppress(OSError):
+        w.conn.close()
+
+
+def _exit_message(code: int | None) -> str:
+    if code is None:
+        return "the worker process stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        why = {
+            "SIGKILL": " (perhaps by the out-of-memory killer)",
+            "SIGABRT": " (the simulator aborted)",
+            "SIGSEGV": " (a crash in the simulator)",
+            "SIGBUS": " (a crash in the simulator)",
+        }.get(name, "")
+        return f"the worker process running it was killed by {name}{why}"
+    return f"the worker process running it exited with status {code}"
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker die when its parent does, even if the parent is killed -9."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the above took effect
+        os._exit(1)
+
+    def watch() -> None:  # elsewhere (and as a second line): poll the parent's pid
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dcnsim-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn: Any, parent_pid: int, fn: Callable[[Any], Any]) -> None:
+    """A worker of :class:`ProcessExecutor`: run tasks from ``conn`` until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            msg = ("ok", fn(task))
+        except BaseException:  # reported to the parent as a lost task
+            msg = ("error", traceback.format_exc())
+        try:
+            conn.send(msg)
+        except (OSError, ValueError):
+            return
 
 
 def local_cores() -> int:
@@ -127,6 +314,7 @@ class RunTask:
     scenario: dict[str, Any]
     base_dir: str
     out_dir: str
+    fingerprint: str = ""
 
 
 @dataclass
@@ -148,6 +336,8 @@ class SweepReport:
     runs: list[RunTask]
     outcomes: list[RunOutcome]
     rows: list[dict[str, Any]]
+    changed: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
     @property
     def ran(self) -> list[str]:
@@ -160,6 +350,20 @@ class SweepReport:
     @property
     def failed(self) -> list[RunOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def finished(self) -> list[str]:
+        """Runs whose folder is complete now (ran now or earlier)."""
+        return [r["run"] for r in self.rows]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """SIGINT during :func:`run_sweep`: workers stopped, table written; ``report`` tells which
+    runs had finished."""
+
+    def __init__(self, report: SweepReport) -> None:
+        super().__init__("sweep interrupted")
+        self.report = report
 
 
 SWEEP_KEYS = ("base", "grid", "set", "variants", "sweep")
@@ -339,18 +543,42 @@ def expand(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[RunTask]:
 
 
 def is_complete(run_dir: str | os.PathLike[str]) -> bool:
-    """A run folder is complete when it exists with its summary (it appears atomically)."""
-    return (Path(run_dir) / "summary.json").is_file()
+    """A run folder is complete when its manifest says so and its summary is there."""
+    return is_complete_run(run_dir)
+
+
+def _test_crash(name: str) -> None:
+    """The test hook of the module docs (``DCNSIM_TEST_CRASH``)."""
+    spec = os.environ.get("DCNSIM_TEST_CRASH")
+    if not spec:
+        return
+    for item in spec.split(","):
+        run, _, mode = item.partition("=")
+        if run.strip() != name:
+            continue
+        mode = mode.strip()
+        if mode == "abort":
+            os.abort()
+        elif mode == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif mode == "exit":
+            os._exit(3)
+        elif mode == "raise":
+            raise RuntimeError(f"test hook: run {name} raises")
 
 
 def execute_task(task: RunTask) -> RunOutcome:
-    """Run one sweep task and write its folder; never raises (failures are reported)."""
+    """Run one sweep task and write its folder; never raises (failures are reported).
+
+    The run folder is replaced if it is a dcnsim run folder (the sweep decided to redo it);
+    files the user added to it are kept."""
     from dcnsim.api import run
 
     t0 = time.perf_counter()
     try:
+        _test_crash(task.name)
         res = run(task.scenario, base_dir=task.base_dir)
-        res.write(task.out_dir)
+        res.write(task.out_dir, overwrite=True)
         return RunOutcome(task.name, "ran", time.perf_counter() - t0, summary=res.summary())
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -359,20 +587,48 @@ def execute_task(task: RunTask) -> RunOutcome:
         return RunOutcome(task.name, "failed", time.perf_counter() - t0, error=detail)
 
 
-def _clean_stale(out: Path) -> None:
-    """Tidy up after killed runs: drop ``<name>.tmp-<pid>`` folders (incomplete by
-    construction) and put back a ``<name>.old-<pid>`` folder whose replacement never landed."""
-    if not out.is_dir():
-        return
-    for p in sorted(out.iterdir()):
-        m = re.match(r"^(.*)\.(tmp|old)-\d+$", p.name)
-        if not m or not p.is_dir():
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "failed"
+
+
+def _check_run_folders(tasks: Sequence[RunTask], out: Path) -> None:
+    """Refuse (before anything runs) run folders the sweep could not write: not dcnsim's."""
+    bad = []
+    for t in tasks:
+        d = Path(t.out_dir)
+        if not (d.exists() or d.is_symlink()):
             continue
-        stem = out / m.group(1)
-        if m.group(2) == "old" and not stem.exists() and is_complete(p):
-            p.rename(stem)
-        else:
-            shutil.rmtree(p, ignore_errors=True)
+        if not d.is_dir():
+            bad.append(t.name)
+            continue
+        m = read_manifest(d)
+        if m is None:
+            if foreign_entries(d) and legacy_run_files(d) is None:
+                bad.append(t.name)
+        elif m.get("kind") != "run":
+            bad.append(t.name)
+    if bad:
+        shown = ", ".join(bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise OutputError(
+            str(out),
+            f"{len(bad)} run folder(s) in it are not dcnsim run folders (no manifest, and other "
+            f"files than a run's results): {shown}; move them away (or choose another --out) "
+            "and rerun",
+        )
+
+
+def _recorded(run_dir: str) -> tuple[bool, str | None]:
+    """(complete?, recorded fingerprint) of a run folder; a run folder of an older dcnsim
+    counts as complete, with the fingerprint of its ``scenario.json``."""
+    if is_complete(run_dir):
+        return True, (read_manifest(run_dir) or {}).get("fingerprint")
+    if legacy_run_files(run_dir) is not None:
+        try:
+            return True, fingerprint(json.loads((Path(run_dir) / "scenario.json").read_text()))
+        except (OSError, ValueError):
+            return True, None
+    return False, None
 
 
 def run_sweep(
@@ -382,55 +638,130 @@ def run_sweep(
     workers: int | None = None,
     executor: Executor | None = None,
     force: bool = False,
+    on_change: str = "rerun",
     log: Callable[[str], None] | None = None,
 ) -> SweepReport:
-    """Run a sweep into ``out_dir``; skip complete runs unless ``force``.
+    """Run a sweep into ``out_dir``; skip complete, unchanged runs unless ``force``.
 
-    Every run is validated before any starts, so bad input raises :class:`ScenarioError`
-    with nothing written.
+    Every run is validated, and the output folder and every run folder checked, before any
+    starts, so bad input raises :class:`ScenarioError` (an output problem its subclass
+    :class:`~dcnsim.outdir.OutputError`) with nothing written. A complete run whose
+    fingerprint differs from the current one is rerun (``on_change="rerun"``, the default)
+    or refused with the list of such runs (``on_change="refuse"``: OutputError, nothing run).
+    Failed runs are recorded (``status``/``error`` in the table) and the others go on. On
+    SIGINT the workers are stopped, the table of the finished runs written and
+    :class:`SweepInterrupted` raised.
     """
     from dcnsim.api import validate
 
+    if on_change not in ("rerun", "refuse"):
+        raise ValueError(f"on_change must be 'rerun' or 'refuse', not {on_change!r}")
     spec = sweep if isinstance(sweep, SweepSpec) else load_sweep(sweep)
     out = Path(out_dir).absolute()
     tasks = expand(spec, out)
     for t in tasks:
         try:
-            validate(t.scenario, base_dir=t.base_dir)
+            t.fingerprint = fingerprint(validate(t.scenario, base_dir=t.base_dir))
         except ScenarioError as e:
             raise ScenarioError(e.field, f"{e.message} (in run {t.name})") from None
+    check_sweep_dir(out, SWEEP_FILE)
+    _check_run_folders(tasks, out)
+
+    recorded = {t.name: _recorded(t.out_dir) for t in tasks}
+    done_before = {name for name, (done, _) in recorded.items() if done}
+    changed = [
+        t.name for t in tasks if t.name in done_before and recorded[t.name][1] != t.fingerprint
+    ]
+    if changed and on_change == "refuse" and not force:
+        shown = ", ".join(changed[:10]) + (", ..." if len(changed) > 10 else "")
+        raise OutputError(
+            str(out),
+            f"{len(changed)} finished run(s) were made from another scenario or dcnsim "
+            f"version: {shown}; rerun without --refuse-changed to redo them, or choose "
+            "another --out",
+        )
 
     out.mkdir(parents=True, exist_ok=True)
-    _clean_stale(out)
+    clean_stale(out)
+    for t in tasks:  # run folders of an older dcnsim get their manifest (nothing else changes)
+        adopt_legacy_run(t.out_dir)
     _write_sweep_json(spec, tasks, out)
-    todo = [t for t in tasks if force or not is_complete(t.out_dir)]
+    todo = [t for t in tasks if force or t.name not in done_before or t.name in changed]
     todo_names = {t.name for t in todo}
     outcomes = {t.name: RunOutcome(t.name, "skipped") for t in tasks if t.name not in todo_names}
     say = log or (lambda _msg: None)
     n = len(tasks)
     if outcomes:
-        say(f"sweep: {len(outcomes)} of {n} runs already complete, skipping them")
+        say(f"sweep: {len(outcomes)} of {n} runs already complete and unchanged, skipping them")
+    if changed and not force:
+        shown = ", ".join(changed[:10]) + (", ..." if len(changed) > 10 else "")
+        say(
+            f"sweep: {len(changed)} finished run{'s' if len(changed) > 1 else ''} changed since "
+            f"written (scenario or dcnsim version), rerunning: {shown}"
+        )
+    interrupted = False
     if todo:
         w = workers or spec.workers or min(local_cores(), len(todo))
         w = max(1, min(w, len(todo)))
-        ex = executor or (SerialExecutor() if w == 1 else ProcessExecutor(w))
+        ex = executor or ProcessExecutor(w)
         say(f"sweep: running {len(todo)} runs on {w} worker{'s' if w > 1 else ''}")
         done = len(outcomes)
-        for o in ex.map(execute_task, todo):
-            done += 1
-            outcomes[o.name] = o
-            if o.status == "ran":
-                s = o.summary
-                say(
-                    f"[{done}/{n}] {o.name}: {o.wall_s:.1f} s, avg FCT "
-                    f"{_num(s.get('avg_fct_us'))} us, p99 slowdown {_num(s.get('slowdown_p99'))}"
-                )
-            else:
-                say(f"[{done}/{n}] {o.name}: FAILED: {o.error.strip().splitlines()[-1]}")
-    ordered = [outcomes[t.name] for t in tasks]
+        it = iter(ex.map(execute_task, todo))
+        try:
+            for o in it:
+                done += 1
+                outcomes[o.name] = o
+                if o.status == "ran":
+                    s = o.summary
+                    say(
+                        f"[{done}/{n}] {o.name}: {o.wall_s:.1f} s, avg FCT "
+                        f"{_num(s.get('avg_fct_us'))} us, p99 slowdown "
+                        f"{_num(s.get('slowdown_p99'))}"
+                    )
+                else:
+                    say(f"[{done}/{n}] {o.name}: FAILED: {_last_line(o.error)}")
+        except KeyboardInterrupt:
+            interrupted = True
+        except Exception as e:  # the executor itself broke: the runs it did not report fail
+            msg = f"executor failed: {type(e).__name__}: {e}"
+            for t in todo:
+                if t.name not in outcomes:
+                    outcomes[t.name] = RunOutcome(t.name, "failed", error=msg)
+                    say(f"[{len(outcomes)}/{n}] {t.name}: FAILED: {msg}")
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+    ordered = [outcomes[t.name] for t in tasks if t.name in outcomes]
     rows = collect_rows(tasks)
-    write_sweep_table(rows, out)
-    return SweepReport(out, tasks, ordered, rows)
+    failed = {o.name: o for o in ordered if o.status == "failed"}
+    write_sweep_table(_table_rows(tasks, rows, failed), out)
+    report = SweepReport(out, tasks, ordered, rows, changed, interrupted)
+    if interrupted:
+        raise SweepInterrupted(report)
+    return report
+
+
+def _table_rows(
+    tasks: Sequence[RunTask], rows: list[dict[str, Any]], failed: Mapping[str, RunOutcome]
+) -> list[dict[str, Any]]:
+    """The rows of the sweep table: complete runs (``status`` ok) and failed ones, in run
+    order. A run that failed now but has an earlier complete folder shows as failed."""
+    by_name = {r["run"]: r for r in rows}
+    out = []
+    for t in tasks:
+        if t.name in failed:
+            out.append(
+                {
+                    "run": t.name,
+                    **t.values,
+                    "status": "failed",
+                    "error": _last_line(failed[t.name].error),
+                }
+            )
+        elif t.name in by_name:
+            out.append({**by_name[t.name], "status": "ok", "error": ""})
+    return out
 
 
 def _num(v: Any) -> str:
@@ -440,9 +771,11 @@ def _num(v: Any) -> str:
 
 
 def _write_sweep_json(spec: SweepSpec, tasks: list[RunTask], out: Path) -> None:
+    from dcnsim.outdir import version
     from dcnsim.results import atomic_write_bytes
 
     doc = {
+        "dcnsim_version": version(),
         "sweep_file": spec.origin,
         "base_dir": str(spec.base_dir),
         "grid": spec.grid,
@@ -457,10 +790,9 @@ def collect_rows(tasks: Sequence[RunTask]) -> list[dict[str, Any]]:
     """One row per complete run: ``run``, the grid values, then its summary keys."""
     rows = []
     for t in tasks:
-        p = Path(t.out_dir) / "summary.json"
-        if not p.is_file():
+        if not is_complete(t.out_dir):
             continue
-        summary = json.loads(p.read_text())
+        summary = json.loads((Path(t.out_dir) / "summary.json").read_text())
         row: dict[str, Any] = {"run": t.name}
         row.update(t.values)
         for k, v in summary.items():
@@ -478,7 +810,9 @@ def write_sweep_table(rows: list[dict[str, Any]], out: Path) -> None:
 
     columns: list[str] = []
     for r in rows:
-        columns.extend(k for k in r if k not in columns)
+        columns.extend(k for k in r if k not in columns and k not in ("status", "error"))
+    if rows:
+        columns += ["status", "error"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
@@ -507,13 +841,15 @@ def _csv_cell(v: Any) -> str:
 
 
 def read_sweep(out_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read a sweep folder: (``sweep.json`` contents, rows of the combined table)."""
+    """Read a sweep folder: (``sweep.json`` contents, rows of its complete runs)."""
     d = Path(out_dir)
     meta = json.loads((d / SWEEP_FILE).read_text())
     rows = []
     for r in meta["runs"]:
         p = d / r["name"] / "summary.json"
-        if p.is_file():
+        m = read_manifest(d / r["name"])
+        # complete; or written before manifests existed (read, never replaced, by dcnsim)
+        if p.is_file() and (m is None or m.get("state") == "complete"):
             row = {"run": r["name"], **r["values"]}
             for k, v in json.loads(p.read_text()).items():
                 row.setdefault(k, v)
@@ -531,8 +867,10 @@ __all__ = [
     "RunOutcome",
     "RunTask",
     "SerialExecutor",
+    "SweepInterrupted",
     "SweepReport",
     "SweepSpec",
+    "WorkerLost",
     "execute_task",
     "expand",
     "is_complete",

@@ -180,9 +180,10 @@ def test_plot_run(tmp_path: Path, cli: Any) -> None:
     r = cli(["plot", "res", "--out", "png"], tmp_path)
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in (tmp_path / "png").iterdir())
-    assert names == ["fct_by_size.png", "fct_cdf.png", "link_util.png", "queue.png"]
-    for p in (tmp_path / "png").iterdir():
-        assert p.read_bytes()[:8] == PNG_MAGIC
+    pngs = ["fct_by_size.png", "fct_cdf.png", "link_util.png", "queue.png"]
+    assert names == sorted([*pngs, "dcnsim-manifest.json"])
+    for name in pngs:
+        assert (tmp_path / "png" / name).read_bytes()[:8] == PNG_MAGIC
     r = cli(["plot", "nowhere"], tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error: nowhere: ")
 

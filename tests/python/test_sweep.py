@@ -66,19 +66,26 @@ def test_sweep_run_skip_resume(tmp_path: Path, sweep_file: Path, cli: Any) -> No
     # a killed sweep: one run folder missing, a half-written temporary left behind
     import shutil
 
+    from test_safety import dead_pid
+
     shutil.rmtree(out / RUNS[2])
-    (out / f"{RUNS[2]}.tmp-99999").mkdir()
+    stale = out / f"{RUNS[2]}.tmp-{dead_pid()}"
+    stale.mkdir()
     r = cli(["sweep", str(sweep_file), "--out", "sw"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "1 ran, 3 skipped" in r.stdout
     after = mtimes(out)
     assert {k for k in RUNS if after[k] != before[k]} == {RUNS[2]}
-    assert not (out / f"{RUNS[2]}.tmp-99999").exists()
+    assert not stale.exists()
     assert len(pq.read_table(out / "sweep_summary.parquet")) == 4
 
     r = cli(["plot", "sw"], tmp_path)
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in (out / "plots").iterdir()) == ["comparison.png", "headline.png"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [
+        "comparison.png",
+        "dcnsim-manifest.json",
+        "headline.png",
+    ]
 
 
 def test_sweep_api_serial_executor(tmp_path: Path, sweep_file: Path) -> None:

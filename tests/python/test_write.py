@@ -40,6 +40,7 @@ def test_write_complete(tmp_path: Path) -> None:
     names = sorted(p.name for p in out.iterdir())
     assert names == [
         "counters.json",
+        "dcnsim-manifest.json",
         "flows.csv",
         "flows.parquet",
         "link.parquet",
@@ -64,16 +65,10 @@ def test_failure_mid_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_failure_keeps_previous_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "marker").write_text("old")
+    out = make().write(tmp_path / "run")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     failing_after(monkeypatch, 2)
     with pytest.raises(OSError):
-        make().write(out)
+        make().write(out, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    assert (out / "marker").read_text() == "old"
-    monkeypatch.undo()
-    make().write(out)  # a successful write replaces the folder as a whole
-    assert not (out / "marker").exists()
-    assert (out / "summary.json").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # untouched, no temporary
