@@ -160,3 +160,43 @@ fn nic_limit_alone_bounds_the_wait_of_a_fifo_nic() {
     }
     assert!(o.nic_peak <= MB + 1500 + 30_000 + 10_000, "NIC backlog {} B", o.nic_peak);
 }
+
+/// Largest backlog (bytes, summed over classes) any host NIC had at a sample.
+fn max_nic_backlog(out: &RunOutput) -> u64 {
+    let q = &out.queue_samples;
+    let mut per = std::collections::BTreeMap::<(u64, u32), u64>::new();
+    for i in 0..q.t_ps.len() {
+        *per.entry((q.t_ps[i], q.port[i])).or_default() += q.bytes[i];
+    }
+    per.values().copied().max().unwrap_or(0)
+}
+
+#[test]
+fn receiver_driven_transports_build_no_nic_backlog() {
+    // 32 hosts on a 10G/40G leaf-spine, web search at load 0.6: a host with several flows
+    // starting at once queues their first-RTT (unscheduled) bytes in its NIC, but nothing
+    // more: grants, pulls and credits release the rest at most at the host's line rate.
+    // Bound: the receiver-driven transports' own first-RTT allowance, 8 BDPs per host NIC
+    // (BDP = 10 Gbps x the 17 us base RTT = 21 KB), an order of magnitude below what a
+    // window-based sender on the legacy host queues (tests above: 25 MB).
+    let topo = r#"{"kind":"leaf_spine","leaves":4,"hosts_per_leaf":8,"spines":2,"host_rate":"10Gbps","core_rate":"40Gbps","host_delay":"2us","core_delay":"2us"}"#;
+    for (proto, net) in [
+        (r#"{"protocol":"homa"}"#, r#"{"buffer":"200KB"}"#),
+        (r#"{"protocol":"ndp"}"#, r#"{"buffer":"200KB","queue_policy":"ndp_trim","routing":"spray"}"#),
+        (r#"{"protocol":"phost"}"#, r#"{"buffer":"200KB"}"#),
+        (r#"{"protocol":"expresspass"}"#, r#"{"buffer":"200KB","queue_policy":"expresspass_credit"}"#),
+    ] {
+        let doc = format!(
+            r#"{{"seed":5,"topology":{topo},"network":{net},"transport":{proto},
+                "output":{{"sample_interval":"5us","sample_ports":"host"}},
+                "workload":[{{"pattern":"poisson","cdf":"websearch","load":0.6,"flows":400}}]}}"#
+        );
+        let sc = parse_scenario(&doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+        let out = dcnsim_core::run(&sc, &mut |_| true);
+        let unfinished = out.flows.fct_ps.iter().filter(|&&f| f == u64::MAX).count();
+        let peak = max_nic_backlog(&out);
+        eprintln!("{proto}: NIC backlog peak {peak} B, unfinished {unfinished}");
+        assert_eq!(unfinished, 0, "{proto}");
+        assert!(peak <= 8 * 21_250, "{proto}: NIC backlog {peak} B");
+    }
+}

@@ -943,15 +943,21 @@ impl TcpSender {
         }
     }
 
-    /// The per-flow NIC limit (`host.tsq`): false, and the sender marked throttled, when
-    /// the flow already has more than its limit below the transport (Linux sends while
-    /// the queued bytes do not exceed the limit, so one packet may overshoot it).
+    /// The per-flow NIC limit (`host.tsq`) in force for the sends of one call (`u64::MAX`
+    /// when off): computed once per call, since the window and RTT do not change within it.
     #[inline]
-    fn nic_room(&mut self, p: &TcpParams) -> bool {
+    fn nic_limit(&self, p: &TcpParams) -> u64 {
         if p.tsq.is_none() {
-            return true;
+            return u64::MAX;
         }
-        let limit = self.tsq_limit(p).unwrap_or(u64::MAX);
+        self.tsq_limit(p).unwrap_or(u64::MAX)
+    }
+
+    /// May a data packet go to the NIC under `limit`? Linux sends while the flow's queued
+    /// bytes do not exceed the limit, so one packet may overshoot it; otherwise the sender
+    /// is marked throttled until a transmit completion.
+    #[inline]
+    fn nic_room(&mut self, limit: u64) -> bool {
         if self.nic_bytes > limit {
             self.tsq_throttled = true;
             return false;
@@ -1350,13 +1356,14 @@ impl TcpSender {
             (s - self.una) - self.sacked_between(self.una, s) - self.known_unsacked(self.una, s)
         };
         let mut window_full = false;
+        let limit = self.nic_limit(cx.params);
         while s < self.size {
             let e = self.seg_end(s);
             if outstanding + (e - s) > self.cwnd {
                 window_full = true;
                 break;
             }
-            if !self.nic_room(cx.params) || !self.pace_ok(cx) {
+            if !self.nic_room(limit) || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
@@ -1370,6 +1377,7 @@ impl TcpSender {
     fn fill_sack(&mut self, cx: &mut FlowCtx) {
         let p = cx.params;
         let mut pipe = self.pipe(p);
+        let limit = self.nic_limit(p);
         loop {
             let l = self.lost_boundary(p);
             let high_sacked = self.sb.last().map_or(self.una, |r| r.1);
@@ -1395,7 +1403,7 @@ impl TcpSender {
                 self.note_send_attempt(pipe, true);
                 break;
             }
-            if !self.nic_room(p) || !self.pace_ok(cx) {
+            if !self.nic_room(limit) || !self.pace_ok(cx) {
                 break;
             }
             self.send_seg(cx, s, e);
