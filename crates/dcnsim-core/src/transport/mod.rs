@@ -28,6 +28,7 @@
 //! New transports live in their own module and are added to [`registry`] only.
 
 pub mod aeolus;
+pub mod cc;
 pub mod expresspass;
 pub mod homa;
 pub mod lowprio;
