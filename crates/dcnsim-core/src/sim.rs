@@ -105,6 +105,8 @@ pub struct Sim<'a> {
     ideal: Vec<Time>,
     finish: Vec<u64>,
     sent: Vec<u64>,
+    /// With `run.abort_at_deadline`: the flows the application abandoned at their deadline.
+    aborted: Option<Vec<bool>>,
     next_flow: usize,
     fg_total: u64,
     fg_done: u64,
@@ -204,6 +206,7 @@ impl<'a> Sim<'a> {
             ideal,
             finish: vec![u64::MAX; n],
             sent: vec![0; n],
+            aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
             flows,
             next_flow: 0,
             fg_total,
@@ -305,6 +308,7 @@ impl<'a> Sim<'a> {
                 }
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
+                Event::Abort { flow } => self.abort(flow as usize),
             }
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
             // once every foreground flow is done (the end condition is then checked each time).
@@ -369,6 +373,12 @@ impl<'a> Sim<'a> {
                         a[f].add(p.seq, p.seq + p.payload as u64);
                     }
                 }
+            }
+            let flow = p.flow;
+            if self.aborted.is_some() && self.is_aborted(flow) {
+                // The endpoints of an abandoned flow are gone: the packet is discarded.
+                self.arena.free(idx);
+                return;
             }
             let mut out = std::mem::take(&mut self.actions);
             out.clear();
@@ -473,12 +483,41 @@ impl<'a> Sim<'a> {
         if let Some(n) = self.flows.get(self.next_flow) {
             self.q.push(n.start.max(now), Event::FlowArrival);
         }
+        let fl = &self.flows[f];
+        if let (Some(_), Some(d), false) = (&self.aborted, fl.deadline, fl.background) {
+            // One picosecond after the deadline, so a flow finishing exactly at it has met it.
+            let at = fl.start.0.saturating_add(d.0).saturating_add(1);
+            if at < u64::MAX {
+                self.q.push(Time(at), Event::Abort { flow: f as u32 });
+            }
+        }
+    }
+
+    #[inline]
+    fn is_aborted(&self, flow: FlowId) -> bool {
+        self.aborted.as_ref().is_some_and(|a| a.get(flow as usize).copied().unwrap_or(false))
+    }
+
+    /// The deadline of flow `f` has passed: if it is still incomplete, the application
+    /// abandons it (`run.abort_at_deadline`).
+    fn abort(&mut self, f: usize) {
+        let Some(a) = &mut self.aborted else { return };
+        if self.finish[f] != u64::MAX || a[f] {
+            return;
+        }
+        a[f] = true;
+        self.fg_done += 1;
+        self.update_all_done();
     }
 
     /// Carry out a transport's actions at `host`.
     fn apply(&mut self, now: Time, host: NodeId, out: &mut Actions) {
         for i in 0..out.sends.len() {
             // Stamped in place and copied once, straight into the arena.
+            if self.aborted.is_some() && self.is_aborted(out.sends[i].flow) {
+                // The application abandoned the flow: nothing more of it is sent.
+                continue;
+            }
             let p = &mut out.sends[i];
             p.hops = 0;
             p.src = host;
@@ -512,6 +551,9 @@ impl<'a> Sim<'a> {
             }
             if self.finish[fi] != u64::MAX {
                 self.audit_errors.push(format!("flow {f} reported complete twice"));
+                continue;
+            }
+            if self.is_aborted(f) {
                 continue;
             }
             self.finish[fi] = now.0;
@@ -590,6 +632,7 @@ impl<'a> Sim<'a> {
             ft.lp_rcvd_bytes.push(st.lp_rcvd_bytes);
             ft.background.push(f.background);
             ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
+            ft.aborted.push(self.aborted.as_ref().is_some_and(|a| a[i]));
         }
         debug_assert_eq!(ft.id.len(), n);
         let mut pt = PortTable::default();

@@ -29,8 +29,10 @@
 
 pub mod aeolus;
 pub mod cc;
+pub mod d2tcp;
 pub mod expresspass;
 pub mod homa;
+pub mod l2dct;
 pub mod lowprio;
 pub mod ndp;
 pub mod phost;
