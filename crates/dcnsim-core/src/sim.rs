@@ -19,11 +19,11 @@
 use crate::event::{Event, EventQueue};
 use crate::network::{Network, Port, Routing};
 use crate::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
-use crate::packet::{FlowId, NodeId, PacketArena, PktIdx};
+use crate::packet::{FlowId, NodeId, Packet, PacketArena, PktIdx};
 use crate::queue::PortEffects;
 use crate::rng::{streams, Rng};
 use crate::scenario::{PortSelection, Scenario};
-use crate::transport::{registry, Actions, Ctx, FlowInfo, Transport};
+use crate::transport::{registry, Actions, Ctx, FlowInfo, FlowStats, Transport};
 use crate::units::Time;
 use std::time::Instant;
 
@@ -201,12 +201,16 @@ impl<'a> Sim<'a> {
             q: EventQueue::with_horizon(horizon),
             arena: PacketArena::new(),
             nic_idle: transport.wants_nic_idle(),
-            transport,
             net,
             ideal,
             finish: vec![u64::MAX; n],
             sent: vec![0; n],
             aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
+            transport: if sc.run.abort_at_deadline {
+                Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
+            } else {
+                transport
+            },
             flows,
             next_flow: 0,
             fg_total,
@@ -374,12 +378,6 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
-            let flow = p.flow;
-            if self.aborted.is_some() && self.is_aborted(flow) {
-                // The endpoints of an abandoned flow are gone: the packet is discarded.
-                self.arena.free(idx);
-                return;
-            }
             let mut out = std::mem::take(&mut self.actions);
             out.clear();
             let mut ctx = Ctx { now, host: node, flows: &self.flows, out: &mut out };
@@ -514,10 +512,6 @@ impl<'a> Sim<'a> {
     fn apply(&mut self, now: Time, host: NodeId, out: &mut Actions) {
         for i in 0..out.sends.len() {
             // Stamped in place and copied once, straight into the arena.
-            if self.aborted.is_some() && self.is_aborted(out.sends[i].flow) {
-                // The application abandoned the flow: nothing more of it is sent.
-                continue;
-            }
             let p = &mut out.sends[i];
             p.hops = 0;
             p.src = host;
@@ -766,4 +760,95 @@ pub fn build_transport(sc: &Scenario) -> Box<dyn Transport> {
 /// Run a validated scenario.
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
     Sim::new(sc).run(progress)
+}
+
+/// `run.abort_at_deadline`: wraps the run's transport so that nothing of a flow abandoned at
+/// its deadline reaches the transport or leaves it: packets of it arriving at a host are
+/// discarded, packets the transport sends for it are dropped before the NIC, its completion
+/// is ignored. A flow is abandoned if it has not completed by one picosecond after its
+/// deadline, the instant the runner's `Event::Abort` marks it (that event, pushed at the
+/// flow's arrival, precedes the flow's own events at the same instant). A flow that
+/// completed in time is never filtered (its last ACKs still reach the sender). Runs without
+/// the option pay nothing for it on the per-packet path.
+struct AbortAtDeadline {
+    inner: Box<dyn Transport>,
+    /// Flows whose completion passed (completed before their deadline).
+    done: Vec<bool>,
+}
+
+impl AbortAtDeadline {
+    /// Flow `f` is abandoned at `now`: past its deadline and not completed.
+    #[inline]
+    fn late(&self, flows: &[FlowInfo], f: FlowId, now: Time) -> bool {
+        let Some(fl) = flows.get(f as usize) else { return false };
+        match fl.deadline {
+            Some(d) if !fl.background && now.0 > fl.start.0.saturating_add(d.0) => {
+                !self.done.get(f as usize).copied().unwrap_or(false)
+            }
+            _ => false,
+        }
+    }
+
+    /// Drop what the inner transport just added for abandoned flows; note completions.
+    fn filter(&mut self, ctx: &mut Ctx, from: usize, from_c: usize) {
+        let (flows, now) = (ctx.flows, ctx.now);
+        let mut i = from;
+        while i < ctx.out.sends.len() {
+            if self.late(flows, ctx.out.sends[i].flow, now) {
+                ctx.out.sends.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        let mut i = from_c;
+        while i < ctx.out.completions.len() {
+            let f = ctx.out.completions[i];
+            if self.late(flows, f, now) {
+                ctx.out.completions.remove(i);
+            } else {
+                if self.done.len() < flows.len() {
+                    self.done.resize(flows.len(), false);
+                }
+                if let Some(d) = self.done.get_mut(f as usize) {
+                    *d = true;
+                }
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Transport for AbortAtDeadline {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.start_flow(ctx, flow);
+        self.filter(ctx, a, b);
+    }
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.late(ctx.flows, pkt.flow, ctx.now) {
+            return;
+        }
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_packet(ctx, pkt);
+        self.filter(ctx, a, b);
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_timer(ctx, token);
+        self.filter(ctx, a, b);
+    }
+    fn on_nic_idle(&mut self, ctx: &mut Ctx) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_nic_idle(ctx);
+        self.filter(ctx, a, b);
+    }
+    fn wants_nic_idle(&self) -> bool {
+        self.inner.wants_nic_idle()
+    }
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.inner.flow_stats(flow)
+    }
 }

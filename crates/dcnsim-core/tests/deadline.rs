@@ -86,3 +86,30 @@ fn abort_at_deadline_stops_the_flow() {
         assert_eq!(p.flows.aborted, vec![false, false]);
     }
 }
+
+/// A flow that completes exactly at its deadline has met it and is not abandoned: its last
+/// ACKs, which reach the sender after the deadline, still count (no spurious timeout or
+/// retransmission), so its row equals that of the run without the abort.
+#[test]
+fn abort_spares_a_flow_finishing_at_its_deadline() {
+    for proto in [r#"{"protocol":"dctcp"}"#, r#"{"protocol":"tcp"}"#, r#"{"protocol":"homa"}"#] {
+        let start = Time::us(3);
+        let plain = scenario(TOPO, proto, NET);
+        let (p, _) = run_flows(&plain, vec![flow(2, 3, 200_000, start)]);
+        let fct = Time(p.flows.fct_ps[0]);
+        let abort = scenario_full(TOPO, proto, NET, r#"{"abort_at_deadline":true}"#, r#"{"audit":true}"#);
+        let (a, _) = run_flows(&abort, vec![FlowSpec { deadline: Some(fct), ..flow(2, 3, 200_000, start) }]);
+        assert!(a.audit_errors.is_empty(), "{proto}: {:?}", a.audit_errors);
+        assert_eq!(a.flows.aborted, vec![false], "{proto}");
+        assert_eq!(a.flows.fct_ps[0], fct.0, "{proto}");
+        assert_eq!(
+            (a.flows.sent_bytes[0], a.flows.retx_bytes[0], a.flows.timeouts[0]),
+            (p.flows.sent_bytes[0], p.flows.retx_bytes[0], p.flows.timeouts[0]),
+            "{proto}"
+        );
+        // One picosecond less and it is abandoned, unfinished.
+        let early = Time(fct.0 - 1);
+        let (b, _) = run_flows(&abort, vec![FlowSpec { deadline: Some(early), ..flow(2, 3, 200_000, start) }]);
+        assert_eq!((b.flows.aborted[0], b.flows.finish_ps[0]), (true, u64::MAX), "{proto}");
+    }
+}
