@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,3 +180,72 @@ deadline = { min = "5ms", max = "25ms" }
     assert len(set(a["deadline_us"].tolist())) > 30
     other = dcnsim.run(sc.replace("seed = 11", "seed = 12")).flows
     assert not np.array_equal(a["deadline_us"], other["deadline_us"])
+
+
+@pytest.mark.parametrize(
+    ("protocol", "table", "field"),
+    [
+        ("d2tcp", "d_max = 0.5", "transport.d_max"),
+        ("d2tcp", "d_min = 0", "transport.d_min"),
+        ("d2tcp", "ecn = false", "transport.ecn"),
+        ("l2dct", 's_max = "10KB"', "transport.s_max"),
+        ("l2dct", "w_min = -1", "transport.w_min"),
+        ("l2dct", "bogus = 1", "transport.bogus"),
+    ],
+)
+def test_deadline_laws_config_errors_name_the_field(protocol: str, table: str, field: str) -> None:
+    sc = f"""
+name = "bad"
+seed = 1
+[topology]
+kind = "single_switch"
+hosts = 4
+host_rate = "10Gbps"
+host_delay = "1us"
+[transport]
+protocol = "{protocol}"
+{table}
+[[workload]]
+pattern = "poisson"
+cdf = "websearch"
+load = 0.3
+flows = 10
+"""
+    with pytest.raises(dcnsim.ScenarioError) as ei:
+        dcnsim.validate(sc)
+    assert ei.value.field == field
+
+
+def test_cli_runs_the_new_protocols(tmp_path: Path, cli: Any) -> None:
+    for protocol in ["d2tcp", "l2dct"]:
+        p = tmp_path / f"{protocol}.toml"
+        p.write_text(
+            f"""
+name = "{protocol}"
+seed = 1
+[topology]
+kind = "single_switch"
+hosts = 4
+host_rate = "10Gbps"
+host_delay = "1us"
+[transport]
+protocol = "{protocol}"
+[[workload]]
+pattern = "poisson"
+cdf = "websearch"
+load = 0.3
+flows = 20
+deadline = {{ min = "5ms", max = "5ms" }}
+"""
+        )
+        r = cli(["run", str(p), "--out", str(tmp_path / protocol)], tmp_path)
+        assert r.returncode == 0, r.stderr
+        s = Results.load(tmp_path / protocol).summary()
+        assert s["deadline_flows"] == 20
+        bad = p.read_text().replace(
+            f'protocol = "{protocol}"', f'protocol = "{protocol}"\nnope = 1'
+        )
+        p.write_text(bad)
+        r = cli(["run", str(p), "--out", str(tmp_path / "x")], tmp_path)
+        assert r.returncode == 2 and "transport.nope" in r.stderr
+        assert not (tmp_path / "x").exists()
