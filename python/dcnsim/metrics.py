@@ -51,14 +51,18 @@ def _mean(x: np.ndarray) -> float:
 
 def size_bucket_stats(flows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     """Per size bucket (:data:`SIZE_BUCKETS`): flow count, average and p99 FCT (us), average
-    and p99 slowdown, over finished non-background flows."""
+    and p99 slowdown, over finished non-background flows; and the number of non-background
+    flows with a deadline and the fraction of them that met it (finished or not)."""
     sel = _done(flows)
     size = flows["size_bytes"][sel]
     fct = flows["fct_us"][sel]
     sd = flows["slowdown"][sel]
+    dl = _with_deadline(flows)
+    all_size = np.asarray(flows["size_bytes"])
     out = []
     for label, lo, hi in SIZE_BUCKETS:
         m = (size > lo) & (size <= hi)
+        dm = dl & (all_size > lo) & (all_size <= hi)
         out.append(
             {
                 "bucket": label,
@@ -67,9 +71,36 @@ def size_bucket_stats(flows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
                 "p99_fct_us": percentile(fct[m], 99),
                 "avg_slowdown": _mean(sd[m]),
                 "p99_slowdown": percentile(sd[m], 99),
+                "deadline_flows": int(dm.sum()),
+                "deadline_met_frac": _met_frac(flows, dm),
             }
         )
     return out
+
+
+def _with_deadline(flows: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Non-background flows that have a deadline (finished or not)."""
+    d = np.asarray(flows["deadline_us"], dtype=np.float64)
+    return ~np.isnan(d) & ~np.asarray(flows["background"], dtype=bool)
+
+
+def _met(flows: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The ``met_deadline`` column (recomputed from the microsecond columns for tables written
+    before it existed)."""
+    if "met_deadline" in flows:
+        return np.asarray(flows["met_deadline"], dtype=bool)
+    fct = np.asarray(flows["fct_us"], dtype=np.float64)
+    d = np.asarray(flows["deadline_us"], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(flows["finished"], dtype=bool) & (fct <= d)
+
+
+def _met_frac(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> float:
+    """Fraction of the selected flows whose ``met_deadline`` is true (NaN if none selected)."""
+    n = int(sel.sum())
+    if n == 0:
+        return math.nan
+    return float(_met(flows)[sel].sum()) / n
 
 
 def _done(flows: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -250,6 +281,18 @@ def summarize(
     s["slowdown_p90"] = percentile(sd[done], 90)
     s["slowdown_p99"] = percentile(sd[done], 99)
     s["slowdown_p999"] = percentile(sd[done], 99.9)
+
+    # Deadlines: over every non-background flow with a deadline (an unfinished or aborted flow
+    # missed it); "application throughput" is the fraction that met it.
+    dl = _with_deadline(flows)
+    small_all = size <= SMALL_FLOW_MAX_BYTES
+    s["deadline_flows"] = int(dl.sum())
+    s["deadline_met"] = int(_met(flows)[dl].sum())
+    s["deadline_met_frac"] = _met_frac(flows, dl)
+    s["small_deadline_met_frac"] = _met_frac(flows, dl & small_all)
+    s["large_deadline_met_frac"] = _met_frac(flows, dl & ~small_all)
+    aborted = flows.get("aborted")
+    s["flows_aborted"] = 0 if aborted is None else int((np.asarray(aborted, dtype=bool) & fg).sum())
 
     sent_done = float(np.sum(np.asarray(flows["sent_bytes"], dtype=np.float64)[done]))
     delivered = float(np.sum(size[done]))

@@ -43,6 +43,8 @@ FLOW_COLUMNS = [
     "background",
     "deadline_us",
     "finished",
+    "aborted",
+    "met_deadline",
 ]
 PORT_COLUMNS = [
     "id",
@@ -86,6 +88,11 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
     ideal = _us(c["ideal_fct_ps"])
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(ideal > 0, fct / ideal, math.nan)
+    aborted = np.asarray(c.get("aborted", np.zeros(len(ideal), dtype=bool)), dtype=bool)
+    deadline_ps = np.asarray(c["deadline_ps"], dtype=np.uint64)
+    fct_ps = np.asarray(c["fct_ps"], dtype=np.uint64)
+    # Exact (integer picoseconds): finished no later than start + deadline.
+    met = finished & ~aborted & (deadline_ps != _NONE_U64) & (fct_ps <= deadline_ps)
     return {
         "id": np.asarray(c["id"], dtype=np.uint32),
         "src": np.asarray(c["src"], dtype=np.uint32),
@@ -105,8 +112,10 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
         "lp_sent_bytes": np.asarray(c.get("lp_sent_bytes", np.zeros(len(ideal))), dtype=np.uint64),
         "lp_rcvd_bytes": np.asarray(c.get("lp_rcvd_bytes", np.zeros(len(ideal))), dtype=np.uint64),
         "background": np.asarray(c["background"], dtype=bool),
-        "deadline_us": _us(c["deadline_ps"]),
+        "deadline_us": _us(deadline_ps),
         "finished": finished,
+        "aborted": aborted,
+        "met_deadline": met,
     }
 
 

@@ -27,6 +27,8 @@ pub enum Event {
     FlowArrival,
     /// Periodic sampling of queues and links.
     Sample,
+    /// The application abandons flow `flow` if it is still incomplete (`run.abort_at_deadline`).
+    Abort { flow: u32 },
 }
 
 /// An event outside the wheel (timers, flow arrivals, samples, and link events too far

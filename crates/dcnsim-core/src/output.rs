@@ -28,6 +28,8 @@ pub struct FlowTable {
     pub background: Vec<bool>,
     /// Deadline relative to start; `u64::MAX` if none.
     pub deadline_ps: Vec<u64>,
+    /// The application abandoned the flow at its deadline (`run.abort_at_deadline`).
+    pub aborted: Vec<bool>,
 }
 
 /// Static description of every egress port.

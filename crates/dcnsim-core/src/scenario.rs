@@ -210,6 +210,14 @@ pub struct RunSpec {
     /// Once every (non-background) flow has finished and no packet is in flight, stop.
     #[serde(default = "d_true")]
     pub stop_when_done: bool,
+    /// The application abandons a flow that has not finished by its deadline: from then on
+    /// nothing of it is sent or delivered, and it counts as missed (see `sim.rs`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub abort_at_deadline: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Which ports the samplers record.

@@ -19,11 +19,11 @@
 use crate::event::{Event, EventQueue};
 use crate::network::{Network, Port, Routing};
 use crate::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
-use crate::packet::{FlowId, NodeId, PacketArena, PktIdx};
+use crate::packet::{FlowId, NodeId, Packet, PacketArena, PktIdx};
 use crate::queue::PortEffects;
 use crate::rng::{streams, Rng};
 use crate::scenario::{PortSelection, Scenario};
-use crate::transport::{registry, Actions, Ctx, FlowInfo, Transport};
+use crate::transport::{registry, Actions, Ctx, FlowInfo, FlowStats, Transport};
 use crate::units::Time;
 use std::time::Instant;
 
@@ -107,6 +107,8 @@ pub struct Sim<'a> {
     ideal: Vec<Time>,
     finish: Vec<u64>,
     sent: Vec<u64>,
+    /// With `run.abort_at_deadline`: the flows the application abandoned at their deadline.
+    aborted: Option<Vec<bool>>,
     next_flow: usize,
     fg_total: u64,
     fg_done: u64,
@@ -202,11 +204,16 @@ impl<'a> Sim<'a> {
             arena: PacketArena::new(),
             nic_idle: transport.wants_nic_idle(),
             tx_complete: transport.wants_tx_complete(),
-            transport,
             net,
             ideal,
             finish: vec![u64::MAX; n],
             sent: vec![0; n],
+            aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
+            transport: if sc.run.abort_at_deadline {
+                Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
+            } else {
+                transport
+            },
             flows,
             next_flow: 0,
             fg_total,
@@ -308,6 +315,7 @@ impl<'a> Sim<'a> {
                 }
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
+                Event::Abort { flow } => self.abort(flow as usize),
             }
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
             // once every foreground flow is done (the end condition is then checked each time).
@@ -495,6 +503,31 @@ impl<'a> Sim<'a> {
         if let Some(n) = self.flows.get(self.next_flow) {
             self.q.push(n.start.max(now), Event::FlowArrival);
         }
+        let fl = &self.flows[f];
+        if let (Some(_), Some(d), false) = (&self.aborted, fl.deadline, fl.background) {
+            // One picosecond after the deadline, so a flow finishing exactly at it has met it.
+            let at = fl.start.0.saturating_add(d.0).saturating_add(1);
+            if at < u64::MAX {
+                self.q.push(Time(at), Event::Abort { flow: f as u32 });
+            }
+        }
+    }
+
+    #[inline]
+    fn is_aborted(&self, flow: FlowId) -> bool {
+        self.aborted.as_ref().is_some_and(|a| a.get(flow as usize).copied().unwrap_or(false))
+    }
+
+    /// The deadline of flow `f` has passed: if it is still incomplete, the application
+    /// abandons it (`run.abort_at_deadline`).
+    fn abort(&mut self, f: usize) {
+        let Some(a) = &mut self.aborted else { return };
+        if self.finish[f] != u64::MAX || a[f] {
+            return;
+        }
+        a[f] = true;
+        self.fg_done += 1;
+        self.update_all_done();
     }
 
     /// Carry out a transport's actions at `host`.
@@ -534,6 +567,9 @@ impl<'a> Sim<'a> {
             }
             if self.finish[fi] != u64::MAX {
                 self.audit_errors.push(format!("flow {f} reported complete twice"));
+                continue;
+            }
+            if self.is_aborted(f) {
                 continue;
             }
             self.finish[fi] = now.0;
@@ -612,6 +648,7 @@ impl<'a> Sim<'a> {
             ft.lp_rcvd_bytes.push(st.lp_rcvd_bytes);
             ft.background.push(f.background);
             ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
+            ft.aborted.push(self.aborted.as_ref().is_some_and(|a| a[i]));
         }
         debug_assert_eq!(ft.id.len(), n);
         let mut pt = PortTable::default();
@@ -745,4 +782,103 @@ pub fn build_transport(sc: &Scenario) -> Box<dyn Transport> {
 /// Run a validated scenario.
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
     Sim::new(sc).run(progress)
+}
+
+/// `run.abort_at_deadline`: wraps the run's transport so that nothing of a flow abandoned at
+/// its deadline reaches the transport or leaves it: packets of it arriving at a host are
+/// discarded, packets the transport sends for it are dropped before the NIC, its completion
+/// is ignored. A flow is abandoned if it has not completed by one picosecond after its
+/// deadline, the instant the runner's `Event::Abort` marks it (that event, pushed at the
+/// flow's arrival, precedes the flow's own events at the same instant). A flow that
+/// completed in time is never filtered (its last ACKs still reach the sender). Runs without
+/// the option pay nothing for it on the per-packet path.
+struct AbortAtDeadline {
+    inner: Box<dyn Transport>,
+    /// Flows whose completion passed (completed before their deadline).
+    done: Vec<bool>,
+}
+
+impl AbortAtDeadline {
+    /// Flow `f` is abandoned at `now`: past its deadline and not completed.
+    #[inline]
+    fn late(&self, flows: &[FlowInfo], f: FlowId, now: Time) -> bool {
+        let Some(fl) = flows.get(f as usize) else { return false };
+        match fl.deadline {
+            Some(d) if !fl.background && now.0 > fl.start.0.saturating_add(d.0) => {
+                !self.done.get(f as usize).copied().unwrap_or(false)
+            }
+            _ => false,
+        }
+    }
+
+    /// Drop what the inner transport just added for abandoned flows; note completions.
+    fn filter(&mut self, ctx: &mut Ctx, from: usize, from_c: usize) {
+        let (flows, now) = (ctx.flows, ctx.now);
+        let mut i = from;
+        while i < ctx.out.sends.len() {
+            if self.late(flows, ctx.out.sends[i].flow, now) {
+                ctx.out.sends.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        let mut i = from_c;
+        while i < ctx.out.completions.len() {
+            let f = ctx.out.completions[i];
+            if self.late(flows, f, now) {
+                ctx.out.completions.remove(i);
+            } else {
+                if self.done.len() < flows.len() {
+                    self.done.resize(flows.len(), false);
+                }
+                if let Some(d) = self.done.get_mut(f as usize) {
+                    *d = true;
+                }
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Transport for AbortAtDeadline {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.start_flow(ctx, flow);
+        self.filter(ctx, a, b);
+    }
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.late(ctx.flows, pkt.flow, ctx.now) {
+            return;
+        }
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_packet(ctx, pkt);
+        self.filter(ctx, a, b);
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_timer(ctx, token);
+        self.filter(ctx, a, b);
+    }
+    fn on_nic_idle(&mut self, ctx: &mut Ctx) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_nic_idle(ctx);
+        self.filter(ctx, a, b);
+    }
+    fn wants_nic_idle(&self) -> bool {
+        self.inner.wants_nic_idle()
+    }
+    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_tx_complete(ctx, pkt);
+        self.filter(ctx, a, b);
+    }
+    fn wants_tx_complete(&self) -> bool {
+        self.inner.wants_tx_complete()
+    }
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        self.inner.flow_stats(flow)
+    }
 }

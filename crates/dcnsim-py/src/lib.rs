@@ -201,6 +201,7 @@ fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict
     d.set_item("lp_rcvd_bytes", column(py, &f.lp_rcvd_bytes))?;
     d.set_item("background", column(py, &f.background))?;
     d.set_item("deadline_ps", column(py, &f.deadline_ps))?;
+    d.set_item("aborted", column(py, &f.aborted))?;
     Ok(d)
 }
 

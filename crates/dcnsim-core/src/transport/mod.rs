@@ -31,8 +31,11 @@
 //! New transports live in their own module and are added to [`registry`] only.
 
 pub mod aeolus;
+pub mod cc;
+pub mod d2tcp;
 pub mod expresspass;
 pub mod homa;
+pub mod l2dct;
 pub mod lowprio;
 pub mod ndp;
 pub mod phost;

@@ -5,8 +5,10 @@
 //! one name to [`PROTOCOLS`] (and to [`derive`] if the protocol's paper prescribes settings
 //! the scenario may leave out). Nothing in the network layer changes.
 
+use super::d2tcp::D2tcpConfigError;
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
+use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
@@ -19,8 +21,21 @@ use crate::units::Bytes;
 use std::fmt;
 
 /// Protocol names accepted in `transport.protocol`.
-pub const PROTOCOLS: &[&str] =
-    &["tcp", "dctcp", "pias", "rc3", "ppt", "ndp", "phost", "homa", "expresspass", "swift", "ppt_swift"];
+pub const PROTOCOLS: &[&str] = &[
+    "tcp",
+    "dctcp",
+    "d2tcp",
+    "l2dct",
+    "pias",
+    "rc3",
+    "ppt",
+    "ndp",
+    "phost",
+    "homa",
+    "expresspass",
+    "swift",
+    "ppt_swift",
+];
 
 /// Errors building a transport from its scenario table.
 #[derive(Debug)]
@@ -29,6 +44,10 @@ pub enum TransportError {
     UnknownProtocol { name: String },
     /// The TCP/DCTCP configuration is invalid.
     Tcp(TcpConfigError),
+    /// The D2TCP configuration is invalid.
+    D2tcp(D2tcpConfigError),
+    /// The L2DCT configuration is invalid.
+    L2dct(L2dctConfigError),
     /// The PIAS configuration is invalid.
     Pias(PiasConfigError),
     /// The RC3 configuration is invalid.
@@ -52,6 +71,8 @@ impl TransportError {
         match self {
             TransportError::UnknownProtocol { .. } => "transport.protocol".into(),
             TransportError::Tcp(e) => e.field(),
+            TransportError::D2tcp(e) => e.field(),
+            TransportError::L2dct(e) => e.field(),
             TransportError::Pias(e) => e.field(),
             TransportError::Rc3(e) => e.field(),
             TransportError::Ppt(e) => e.field(),
@@ -71,6 +92,8 @@ impl fmt::Display for TransportError {
                 write!(f, "transport.protocol: unknown protocol '{name}'; use one of: {}", PROTOCOLS.join(", "))
             }
             TransportError::Tcp(e) => write!(f, "{e}"),
+            TransportError::D2tcp(e) => write!(f, "{e}"),
+            TransportError::L2dct(e) => write!(f, "{e}"),
             TransportError::Pias(e) => write!(f, "{e}"),
             TransportError::Rc3(e) => write!(f, "{e}"),
             TransportError::Ppt(e) => write!(f, "{e}"),
@@ -140,6 +163,8 @@ pub fn build_seeded(
     match protocol {
         "tcp" => Ok(Box::new(Tcp::from_config(cfg, net, false).map_err(TransportError::Tcp)?)),
         "dctcp" => Ok(Box::new(Tcp::from_config(cfg, net, true).map_err(TransportError::Tcp)?)),
+        "d2tcp" => Ok(Box::new(super::d2tcp::from_config(cfg, net).map_err(TransportError::D2tcp)?)),
+        "l2dct" => Ok(Box::new(super::l2dct::from_config(cfg, net).map_err(TransportError::L2dct)?)),
         "pias" => Ok(Box::new(Pias::from_config(cfg, net).map_err(TransportError::Pias)?)),
         "rc3" => Ok(Box::new(Rc3::from_config(cfg, net).map_err(TransportError::Rc3)?)),
         "ppt" => Ok(Box::new(Ppt::from_config(cfg, net).map_err(TransportError::Ppt)?)),

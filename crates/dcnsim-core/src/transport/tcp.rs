@@ -55,6 +55,13 @@
 //!   NewReno/SACK (RFC 8257 §3.5). Plain `tcp` with `ecn = true` reacts to ECE the same way
 //!   with alpha fixed at 1, i.e. it halves once per window (RFC 3168).
 //!
+//! - **Window laws** (`cc.rs`): the sender is generic over a [`CongestionControl`] law that
+//!   supplies the numbers of the rules above (alpha's update at the end of an observation
+//!   window, the window after an ECN cut, the congestion-avoidance credit, ssthresh at fast
+//!   retransmit, the window after a timeout); the sender keeps the rules' timing (observation
+//!   and CWR windows, recovery states, slow start). `tcp`/`dctcp` and every transport that
+//!   embeds the sender use [`Standard`] (Reno or DCTCP by `TcpParams::dctcp`); D2TCP and L2DCT
+//!   are further laws.
 //! - **Swift** (`swift.rs`): with `TcpParams::swift` set, Swift's delay-based window law
 //!   replaces slow start, congestion avoidance, ECN and the loss reactions' window changes
 //!   (see `swift.rs`); the sending machinery (SACK recovery, RTO, go-back-N) stays, plus a
@@ -126,6 +133,7 @@
 use crate::config::FieldError;
 use crate::host::TsqParams;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
+use crate::transport::cc::{CcState, CongestionControl, DctcpParams, Standard, StandardParams};
 use crate::transport::swift::{SwiftCc, SwiftParams};
 use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
@@ -457,6 +465,13 @@ pub struct TcpParams {
     pub cwnd_validation: bool,
 }
 
+impl TcpParams {
+    /// The parameters of [`Standard`]: DCTCP's law when `dctcp`, Reno's otherwise.
+    pub fn standard_law(&self) -> StandardParams {
+        self.dctcp.then_some(DctcpParams { g: self.g, init_alpha: self.init_alpha })
+    }
+}
+
 /// A `[transport]` table error for tcp/dctcp. `field()` names the offending key.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TcpConfigError {
@@ -643,9 +658,9 @@ enum NextSeg {
     Rescue,
 }
 
-/// The sending half of one TCP/DCTCP flow.
+/// The sending half of one TCP/DCTCP flow, generic over its window law (`cc.rs`).
 #[derive(Clone, Debug)]
-pub struct TcpSender {
+pub struct TcpSender<C: CongestionControl = Standard> {
     id: FlowId,
     size: u64,
     mss: u64,
@@ -674,7 +689,8 @@ pub struct TcpSender {
     rto_timer: TimerSlot,
     rto_on: bool,
     rto_deadline: Time,
-    alpha: f64,
+    /// The window law (DCTCP's alpha lives there).
+    cc: C,
     win_acked: u64,
     win_marked: u64,
     alpha_end: u64,
@@ -703,8 +719,16 @@ pub struct TcpSender {
     max_nic_bytes: u64,
 }
 
-impl TcpSender {
+impl TcpSender<Standard> {
+    /// A sender with `tcp`'s or `dctcp`'s law (by `p.dctcp`).
     pub fn new(flow: &FlowInfo, p: &TcpParams) -> TcpSender {
+        TcpSender::with_law(flow, p, &p.standard_law())
+    }
+}
+
+impl<C: CongestionControl> TcpSender<C> {
+    /// A sender with the window law `C` (parameters `law`).
+    pub fn with_law(flow: &FlowInfo, p: &TcpParams, law: &C::Params) -> TcpSender<C> {
         let rto = p.initial_rto.unwrap_or_else(|| p.min_rto.max(flow.base_rtt * 3)).min(p.max_rto);
         TcpSender {
             id: flow.id,
@@ -732,7 +756,7 @@ impl TcpSender {
             rto_timer: TimerSlot::default(),
             rto_on: false,
             rto_deadline: Time::ZERO,
-            alpha: p.init_alpha,
+            cc: C::new(flow, law),
             win_acked: 0,
             win_marked: 0,
             alpha_end: 0,
@@ -755,7 +779,7 @@ impl TcpSender {
         .with_swift(flow, p)
     }
 
-    fn with_swift(mut self, flow: &FlowInfo, p: &TcpParams) -> TcpSender {
+    fn with_swift(mut self, flow: &FlowInfo, p: &TcpParams) -> TcpSender<C> {
         if let Some(sp) = &p.swift {
             let sw = SwiftCc::new(sp, p.init_cwnd as f64 / p.mss as f64, flow.base_rtt);
             self.swift = Some(Box::new(sw));
@@ -846,7 +870,11 @@ impl TcpSender {
     }
     /// DCTCP's estimate of the marked fraction.
     pub fn alpha(&self) -> f64 {
-        self.alpha
+        self.cc.alpha()
+    }
+    /// The window law's state.
+    pub fn law(&self) -> &C {
+        &self.cc
     }
     /// Smoothed RTT, once sampled.
     pub fn srtt(&self) -> Option<Time> {
@@ -1029,17 +1057,17 @@ impl TcpSender {
             self.rtt_sample(p, cx.now.saturating_sub(pkt.ts));
             self.swift_ack(p, cx.now, pkt, newly);
             if p.ecn && self.una >= self.alpha_end {
-                self.update_alpha(p);
+                self.update_alpha();
             }
             if self.in_cwr && self.una >= self.cwr_end {
                 self.in_cwr = false;
             }
-            let cut = ece && self.ecn_react(p);
+            let cut = ece && self.ecn_react(cx);
             let mut restart = true;
             match self.recovery {
                 Recovery::Open => {
                     if !cut && self.swift.is_none() {
-                        self.grow(p, newly);
+                        self.grow(cx, newly);
                     }
                 }
                 Recovery::NewReno => {
@@ -1082,7 +1110,7 @@ impl TcpSender {
                 self.swift_ack(p, cx.now, pkt, new_sack);
             }
             if ece {
-                self.ecn_react(p);
+                self.ecn_react(cx);
             }
             match self.recovery {
                 Recovery::NewReno => self.cwnd += self.mss,
@@ -1124,10 +1152,12 @@ impl TcpSender {
             sw.on_rto(sp, cx.now);
             self.sync_swift();
         } else {
-            if self.rto_series == 0 {
-                self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+            let st = self.cc_state(cx);
+            let (ssthresh, cwnd) = self.cc.on_timeout(&st, self.rto_series == 0);
+            if let Some(t) = ssthresh {
+                self.ssthresh = t;
             }
-            self.cwnd = self.mss;
+            self.cwnd = cwnd;
         }
         self.rto_series += 1;
         self.ca_credit = 0;
@@ -1160,10 +1190,25 @@ impl TcpSender {
         self.rto = rto.max(p.min_rto).min(p.max_rto);
     }
 
-    fn update_alpha(&mut self, p: &TcpParams) {
-        if p.dctcp && self.win_acked > 0 {
-            let f = self.win_marked as f64 / self.win_acked as f64;
-            self.alpha = (1.0 - p.g) * self.alpha + p.g * f;
+    /// What the window law may read (see [`CcState`]).
+    #[inline]
+    fn cc_state(&self, cx: &FlowCtx) -> CcState {
+        CcState {
+            now: cx.now,
+            mss: self.mss,
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            una: self.una,
+            max: self.max,
+            size: self.size,
+            srtt: self.srtt(),
+            base_rtt: cx.flow.base_rtt,
+        }
+    }
+
+    fn update_alpha(&mut self) {
+        if self.win_acked > 0 {
+            self.cc.on_window_end(self.win_acked, self.win_marked);
         }
         self.win_acked = 0;
         self.win_marked = 0;
@@ -1171,12 +1216,13 @@ impl TcpSender {
     }
 
     /// React to ECE; returns true if the window was cut.
-    fn ecn_react(&mut self, p: &TcpParams) -> bool {
+    fn ecn_react(&mut self, cx: &FlowCtx) -> bool {
+        let p = cx.params;
         if !p.ecn || self.in_cwr || self.recovery != Recovery::Open {
             return false;
         }
-        let factor = if p.dctcp { 1.0 - self.alpha / 2.0 } else { 0.5 };
-        let w = ((self.cwnd as f64 * factor) as u64).max(p.min_cwnd);
+        let st = self.cc_state(cx);
+        let w = self.cc.ecn_window(&st).max(p.min_cwnd);
         self.ssthresh = w;
         self.cwnd = w.min(self.cwnd);
         self.ca_credit = 0;
@@ -1186,14 +1232,16 @@ impl TcpSender {
         true
     }
 
-    fn grow(&mut self, p: &TcpParams, newly: u64) {
+    fn grow(&mut self, cx: &FlowCtx, newly: u64) {
+        let p = cx.params;
         if p.cwnd_validation && !self.cwnd_limited() {
             return;
         }
         if self.cwnd < self.ssthresh {
             self.cwnd = (self.cwnd + newly.min(2 * self.mss)).min(self.ssthresh);
         } else {
-            self.ca_credit += newly * self.mss;
+            let st = self.cc_state(cx);
+            self.ca_credit += self.cc.ca_credit(&st, newly);
             if self.ca_credit >= self.cwnd {
                 let inc = self.ca_credit / self.cwnd;
                 self.ca_credit -= inc * self.cwnd;
@@ -1215,7 +1263,8 @@ impl TcpSender {
             sw.on_fast_recovery(sp, cx.now);
             self.sync_swift();
         } else {
-            self.ssthresh = ((self.max - self.una) / 2).max(2 * self.mss);
+            let st = self.cc_state(cx);
+            self.ssthresh = self.cc.loss_ssthresh(&st);
         }
         self.recover = self.max;
         self.in_cwr = false;
@@ -1675,21 +1724,29 @@ enum Half<T> {
     Done,
 }
 
-#[derive(Default)]
-struct Slot {
-    snd: Half<TcpSender>,
+struct Slot<C: CongestionControl> {
+    snd: Half<TcpSender<C>>,
     rcv: Half<TcpReceiver>,
     stats: FlowStats,
 }
 
-/// TCP (NewReno/SACK) or DCTCP for every host of a run.
-pub struct Tcp {
-    params: TcpParams,
-    policy: Box<dyn PriorityPolicy>,
-    slots: Vec<Slot>,
+impl<C: CongestionControl> Default for Slot<C> {
+    fn default() -> Self {
+        Slot { snd: Half::Idle, rcv: Half::Idle, stats: FlowStats::default() }
+    }
 }
 
-impl Tcp {
+/// A window-based TCP sender/receiver pair for every host of a run, with the window law `C`:
+/// TCP (NewReno/SACK) or DCTCP by default ([`Standard`]).
+pub struct Tcp<C: CongestionControl = Standard> {
+    params: TcpParams,
+    law: C::Params,
+    name: &'static str,
+    policy: Box<dyn PriorityPolicy>,
+    slots: Vec<Slot<C>>,
+}
+
+impl Tcp<Standard> {
     /// Build from the scenario's `[transport]` table (without `protocol`); `dctcp` selects
     /// the DCTCP window law and ECN by default.
     pub fn from_config(cfg: &serde_json::Value, net: &NetInfo, dctcp: bool) -> Result<Tcp, TcpConfigError> {
@@ -1698,12 +1755,21 @@ impl Tcp {
     }
 
     pub fn new(params: TcpParams) -> Tcp {
+        let law = params.standard_law();
+        let name = if params.dctcp { "dctcp" } else { "tcp" };
+        Tcp::with_law(params, law, name)
+    }
+}
+
+impl<C: CongestionControl> Tcp<C> {
+    /// Every flow with the window law `C` (parameters `law`); `name` is the protocol name.
+    pub fn with_law(params: TcpParams, law: C::Params, name: &'static str) -> Tcp<C> {
         let policy = Box::new(ConstPrio(params.prio));
-        Tcp { params, policy, slots: Vec::new() }
+        Tcp { params, law, name, policy, slots: Vec::new() }
     }
 
     /// Replace the constant-priority policy.
-    pub fn with_priority_policy(mut self, policy: Box<dyn PriorityPolicy>) -> Tcp {
+    pub fn with_priority_policy(mut self, policy: Box<dyn PriorityPolicy>) -> Tcp<C> {
         self.policy = policy;
         self
     }
@@ -1713,7 +1779,7 @@ impl Tcp {
     }
 
     /// The live sender state of `flow` (None before start and after every byte is acked).
-    pub fn sender(&self, flow: FlowId) -> Option<&TcpSender> {
+    pub fn sender(&self, flow: FlowId) -> Option<&TcpSender<C>> {
         match self.slots.get(flow as usize).map(|s| &s.snd) {
             Some(Half::Active(s)) => Some(s),
             _ => None,
@@ -1746,7 +1812,7 @@ impl Tcp {
     }
 }
 
-fn finish_sender(slot: &mut Slot) {
+fn finish_sender<C: CongestionControl>(slot: &mut Slot<C>) {
     if let Half::Active(s) = &slot.snd {
         if s.is_done() {
             slot.stats = s.stats();
@@ -1755,13 +1821,9 @@ fn finish_sender(slot: &mut Slot) {
     }
 }
 
-impl Transport for Tcp {
+impl<C: CongestionControl + 'static> Transport for Tcp<C> {
     fn name(&self) -> &'static str {
-        if self.params.dctcp {
-            "dctcp"
-        } else {
-            "tcp"
-        }
+        self.name
     }
 
     fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
@@ -1770,7 +1832,7 @@ impl Transport for Tcp {
         let info = &ctx.flows[id];
         let mut cx =
             FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
-        let mut s = Box::new(TcpSender::new(info, &self.params));
+        let mut s = Box::new(TcpSender::<C>::with_law(info, &self.params, &self.law));
         s.start(&mut cx);
         let slot = &mut self.slots[id];
         slot.snd = Half::Active(s);

@@ -374,6 +374,25 @@ mod tests {
         assert!((mean - 100_000.0).abs() < 5_000.0, "{mean}");
     }
 
+    /// `deadline = "2ms"` gives every flow that deadline (as `{min = max}`); a bad time or a
+    /// zero deadline names the field.
+    #[test]
+    fn fixed_deadline_is_the_same_for_every_flow() {
+        let e = env(8);
+        for spec in [json!("2ms"), json!({"min": "2ms", "max": "2ms"})] {
+            let flows =
+                gen(json!([{"pattern": "poisson", "load": 0.3, "size": "10KB", "flows": 50, "deadline": spec}]), &e, 1);
+            assert!(flows.iter().all(|f| f.deadline == Some(Time::ms(2))), "{spec}");
+        }
+        let a =
+            gen(json!([{"pattern": "incast", "receiver": 0, "senders": 3, "size": "10KB", "deadline": "3us"}]), &e, 1);
+        assert!(!a.is_empty() && a.iter().all(|f| f.deadline == Some(Time::us(3))));
+        for bad in [json!("soon"), json!("0ms"), json!([1, 2])] {
+            let x = err(json!([{"pattern": "poisson", "load": 0.3, "size": "10KB", "flows": 5, "deadline": bad}]), &e);
+            assert_eq!(x.field(), "workload[0].deadline", "{bad}: {x}");
+        }
+    }
+
     #[test]
     fn poisson_with_receivers_loads_the_receivers_links() {
         let e = env(4);

@@ -7,8 +7,8 @@
 
 use super::flowfile;
 use super::raw::{
-    self, size_fields, HostsVal, RangeOf, RawBackground, RawExplicit, RawHpcc, RawIncast, RawLeftRight, RawPermutation,
-    RawPoisson, SendersVal, Split, TimeUnit,
+    self, size_fields, DeadlineVal, HostsVal, RangeOf, RawBackground, RawExplicit, RawHpcc, RawIncast, RawLeftRight,
+    RawPermutation, RawPoisson, SendersVal, Split, TimeUnit,
 };
 use super::sizes::SizeDist;
 use super::{FlowSpec, WorkloadEnv, WorkloadError, MAX_FLOWS_PER_COMPONENT};
@@ -102,8 +102,8 @@ impl Ctx<'_> {
         }
     }
 
-    fn deadline(&self, d: Option<RangeOf<Time>>) -> Result<Option<(Time, Time)>, WorkloadError> {
-        match d {
+    fn deadline(&self, d: Option<DeadlineVal>) -> Result<Option<(Time, Time)>, WorkloadError> {
+        match d.map(|v| v.0) {
             None => Ok(None),
             Some(RangeOf { min, max }) if min.0 > 0 && min <= max => Ok(Some((min, max))),
             Some(RangeOf { min, max }) => Err(self.out_of_range(

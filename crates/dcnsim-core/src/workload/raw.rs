@@ -22,6 +22,23 @@ pub(crate) struct RangeOf<T> {
     pub max: T,
 }
 
+/// `deadline = {min = "5ms", max = "25ms"}` (uniform) or `deadline = "10ms"` (fixed: the
+/// same as `min = max`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeadlineVal(pub RangeOf<Time>);
+
+impl<'de> Deserialize<'de> for DeadlineVal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        if v.is_object() {
+            RangeOf::<Time>::deserialize(v).map(DeadlineVal).map_err(de::Error::custom)
+        } else {
+            let t = Time::deserialize(v).map_err(de::Error::custom)?;
+            Ok(DeadlineVal(RangeOf { min: t, max: t }))
+        }
+    }
+}
+
 /// `hosts = "all"` or `hosts = [0, 1, 2]`.
 #[derive(Clone, Debug)]
 pub(crate) enum HostsVal {
@@ -178,7 +195,7 @@ pub(crate) struct RawPoisson {
     pub flows: Option<u64>,
     pub duration: Option<Time>,
     pub start: Option<Time>,
-    pub deadline: Option<RangeOf<Time>>,
+    pub deadline: Option<DeadlineVal>,
     pub size: Option<Bytes>,
     pub uniform: Option<RangeOf<Bytes>>,
     pub cdf: Option<String>,
@@ -197,7 +214,7 @@ pub(crate) struct RawLeftRight {
     pub flows: Option<u64>,
     pub duration: Option<Time>,
     pub start: Option<Time>,
-    pub deadline: Option<RangeOf<Time>>,
+    pub deadline: Option<DeadlineVal>,
     pub size: Option<Bytes>,
     pub uniform: Option<RangeOf<Bytes>>,
     pub cdf: Option<String>,
@@ -220,7 +237,7 @@ pub(crate) struct RawIncast {
     pub load: Option<f64>,
     pub start: Option<Time>,
     pub jitter: Option<Time>,
-    pub deadline: Option<RangeOf<Time>>,
+    pub deadline: Option<DeadlineVal>,
     pub size: Option<Bytes>,
     pub uniform: Option<RangeOf<Bytes>>,
     pub cdf: Option<String>,
@@ -237,7 +254,7 @@ pub(crate) struct RawPermutation {
     pub hosts: Option<HostsVal>,
     pub shift: Option<i64>,
     pub start: Option<Time>,
-    pub deadline: Option<RangeOf<Time>>,
+    pub deadline: Option<DeadlineVal>,
     pub size: Option<Bytes>,
     pub uniform: Option<RangeOf<Bytes>>,
     pub cdf: Option<String>,
@@ -311,7 +328,9 @@ pub(crate) fn expected_form(field: &str) -> &'static str {
         }
         "size" | "cdf_packet_size" => "a size: a string such as \"64KB\" or a number of bytes",
         "uniform" => "a table {min = \"2KB\", max = \"198KB\"}",
-        "deadline" => "a table {min = \"1ms\", max = \"5ms\"} of deadlines relative to the flow's start",
+        "deadline" => {
+            "a table {min = \"1ms\", max = \"5ms\"} (uniform) or a time such as \"10ms\" (fixed), relative to the flow's start"
+        }
         "hosts" => "\"all\" or a list of host indices, e.g. [0, 1, 2]",
         "senders" => "a number of random senders per round or a list of host indices",
         "receiver" => "a host index",
