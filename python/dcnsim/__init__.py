@@ -12,7 +12,7 @@ computes summary metrics, writes result folders, runs parameter sweeps and plots
 from __future__ import annotations
 
 from dcnsim.api import run, validate
-from dcnsim.errors import ScenarioError
+from dcnsim.errors import RunError, ScenarioError
 from dcnsim.metrics import percentile, summarize
 from dcnsim.results import Results
 from dcnsim.scenario import get_field, load_scenario, parse_override, set_field
@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Results",
+    "RunError",
     "ScenarioError",
     "__version__",
     "get_field",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from dcnsim.errors import ScenarioError
+from dcnsim.errors import RunError, ScenarioError
 
 
 def _eprint(msg: str) -> None:
@@ -400,6 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as e:
         _eprint(f"error: {e.field}: {e.message}" if e.field else f"error: {e.message}")
         return 2
+    except RunError as e:
+        _eprint(f"error: {e.field}: {e.message}")
+        return 3
     except KeyboardInterrupt:
         _eprint("interrupted")
         return 130

@@ -4,6 +4,9 @@
 field, unknown protocol, load out of range, missing CDF file, ...), an unreadable scenario
 file, a bad ``--set`` override or a malformed sweep file. The CLI prints it as
 ``error: <field>: <message>`` and exits with status 2.
+
+`RunError` is raised when a valid scenario's run cannot finish within the limits the
+scenario sets (``run.max_live_packets``); the CLI exits with status 3.
 """
 
 from __future__ import annotations
@@ -24,3 +27,23 @@ class ScenarioError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class RunError(RuntimeError):
+    """A valid scenario whose run could not finish: it stopped at a limit the scenario sets
+    (``run.max_live_packets``: more packets alive at once than allowed, a run that is not
+    making progress). The CLI prints it as ``error: <field>: <message>`` and exits with
+    status 3; nothing is written.
+
+    Attributes:
+        field: the scenario field whose limit stopped the run.
+        message: what happened and what to do about it.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(field, message)
+        self.field = field
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"

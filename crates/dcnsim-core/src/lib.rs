@@ -29,8 +29,17 @@ pub mod workload;
 
 pub use output::{Progress, RunOutput};
 pub use scenario::{parse_scenario, Format, Scenario, ScenarioError};
+pub use sim::RunError;
 
 /// Run a validated scenario; `progress` is called periodically and may return false to stop.
+/// Panics if the run cannot finish within the scenario's limits; [`try_run`] returns that
+/// as a [`RunError`] instead.
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
     sim::run(sc, progress)
+}
+
+/// Run a validated scenario; a run that cannot make progress (more than
+/// `run.max_live_packets` packets alive) ends with a [`RunError`] naming that field.
+pub fn try_run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
+    sim::try_run(sc, progress)
 }

@@ -214,10 +214,21 @@ pub struct RunSpec {
     /// nothing of it is sent or delivered, and it counts as missed (see `sim.rs`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub abort_at_deadline: bool,
+    /// End the run with an error when more packets than this are alive at once (in queues,
+    /// on links): a run whose packets grow without bound stops before memory runs out.
+    #[serde(default = "d_max_live_packets")]
+    pub max_live_packets: u64,
 }
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// Default of `run.max_live_packets`: 10 million packets, about 1 GB of packet state.
+pub const DEFAULT_MAX_LIVE_PACKETS: u64 = 10_000_000;
+
+fn d_max_live_packets() -> u64 {
+    DEFAULT_MAX_LIVE_PACKETS
 }
 
 /// Which ports the samplers record.
@@ -573,6 +584,14 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             "run.time_limit",
             "must be > 0",
             "give a positive time such as \"10ms\" or remove it",
+        )
+        .into());
+    }
+    if run.max_live_packets == 0 {
+        return Err(FieldError::invalid(
+            "run.max_live_packets",
+            "must be > 0",
+            format!("give a packet count such as {DEFAULT_MAX_LIVE_PACKETS} or remove it"),
         )
         .into());
     }

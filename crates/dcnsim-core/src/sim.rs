@@ -93,6 +93,41 @@ pub struct DropInfo<'p> {
 /// A diagnostic callback for every dropped packet (tests, investigations).
 pub type DropProbe<'a> = Box<dyn FnMut(&DropInfo) + 'a>;
 
+/// Why a run stopped without finishing: it could not make progress within the limits the
+/// scenario sets. `field()` names the scenario field that set the limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// More packets were alive at once (queued or on links) than `run.max_live_packets`.
+    TooManyLivePackets { limit: u64, live: u64, sim_time: Time, flows_done: u64, flows_total: u64 },
+}
+
+impl RunError {
+    /// The scenario field whose limit stopped the run.
+    pub fn field(&self) -> &'static str {
+        match self {
+            RunError::TooManyLivePackets { .. } => "run.max_live_packets",
+        }
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::TooManyLivePackets { limit, live, sim_time, flows_done, flows_total } => write!(
+                f,
+                "the run stopped at simulated time {:.3} ms with {live} packets alive at once, above the \
+                 limit of {limit}, and {flows_done} of {flows_total} flows finished: the transport's packets \
+                 grow without bound, so the run cannot finish. Check the transport and queue settings \
+                 (e.g. a protocol run on a queue policy it was not built for), or raise run.max_live_packets \
+                 if the network really holds this many packets",
+                sim_time.as_secs_f64() * 1e3,
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
 /// One run of a scenario.
 pub struct Sim<'a> {
     sc: &'a Scenario,
@@ -243,9 +278,17 @@ impl<'a> Sim<'a> {
         self
     }
 
+    /// [`Self::try_run`] for runs known to stay within their limits (tests, benchmarks):
+    /// panics with the [`RunError`]'s message if the run cannot finish.
+    pub fn run(self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
+        self.try_run(progress).unwrap_or_else(|e| panic!("{}: {e}", e.field()))
+    }
+
     /// Run to the end; `progress` is called every [`PROGRESS_EVERY`] events and may
-    /// return false to stop early.
-    pub fn run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
+    /// return false to stop early. Every [`PROGRESS_EVERY`] events the packets alive are
+    /// compared with `run.max_live_packets`; above it the run ends with
+    /// [`RunError::TooManyLivePackets`] (a run that cannot progress must not exhaust memory).
+    pub fn try_run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
         let wall = Instant::now();
         if let Some(f) = self.flows.first() {
             self.q.push(f.start, Event::FlowArrival);
@@ -321,7 +364,17 @@ impl<'a> Sim<'a> {
             // once every foreground flow is done (the end condition is then checked each time).
             if events >= self.check_at {
                 if events.is_multiple_of(PROGRESS_EVERY) {
-                    self.peak_live = self.peak_live.max(self.arena.live());
+                    let live = self.arena.live();
+                    self.peak_live = self.peak_live.max(live);
+                    if live as u64 > self.sc.run.max_live_packets {
+                        return Err(RunError::TooManyLivePackets {
+                            limit: self.sc.run.max_live_packets,
+                            live: live as u64,
+                            sim_time: t,
+                            flows_done: self.fg_done,
+                            flows_total: self.fg_total,
+                        });
+                    }
                     let p = Progress {
                         sim_time_ps: t.0,
                         horizon_ps: horizon.0,
@@ -358,7 +411,7 @@ impl<'a> Sim<'a> {
             flows_total: self.fg_total,
             events,
         });
-        self.finish_output(now, events, cut, wall_s)
+        Ok(self.finish_output(now, events, cut, wall_s))
     }
 
     #[inline]
@@ -779,7 +832,7 @@ pub fn build_transport(sc: &Scenario) -> Box<dyn Transport> {
         .expect("transport config was validated when the scenario was parsed")
 }
 
-/// Run a validated scenario.
+/// Run a validated scenario (panics if it cannot finish; see [`try_run`]).
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
     Sim::new(sc).run(progress)
 }
@@ -881,4 +934,10 @@ impl Transport for AbortAtDeadline {
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
+}
+
+/// Run a validated scenario; a run that cannot finish within the scenario's limits ends
+/// with a [`RunError`] naming the limit.
+pub fn try_run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
+    Sim::new(sc).try_run(progress)
 }

@@ -13,14 +13,16 @@
 //! Result columns are handed over as `(dtype, bytes)` pairs, little-endian, so the
 //! Python side wraps them with `numpy.frombuffer` without per-element conversion;
 //! string columns come as lists of `str`. Scenario errors are raised as
-//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass).
+//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass); a run that
+//! cannot finish within the scenario's limits (`run.max_live_packets`) raises
+//! `dcnsim.errors.RunError(field, message)` (a `RuntimeError` subclass).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dcnsim_core::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
-use dcnsim_core::{Format, Scenario, ScenarioError};
-use pyo3::exceptions::PyValueError;
+use dcnsim_core::{Format, RunError, Scenario, ScenarioError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -100,6 +102,18 @@ fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
     }
 }
 
+/// Turn a core run error into `dcnsim.errors.RunError(field, message)`, falling back to a
+/// plain `RuntimeError` if the Python class cannot be imported.
+fn run_error(py: Python<'_>, err: &RunError) -> PyErr {
+    let (field, message) = (err.field(), err.to_string());
+    let made =
+        py.import("dcnsim.errors").and_then(|m| m.getattr("RunError")).and_then(|cls| cls.call1((field, &message)));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(_) => PyRuntimeError::new_err(format!("{field}: {message}")),
+    }
+}
+
 fn parse(py: Python<'_>, text: &str, format: &str, base_dir: &str) -> PyResult<Scenario> {
     let format = parse_format(format)?;
     let base = Path::new(base_dir);
@@ -143,7 +157,7 @@ fn run<'py>(
     let started = Instant::now();
     let mut last = started;
     let mut failure: Option<PyErr> = None;
-    let out: RunOutput = py.allow_threads(|| {
+    let out: Result<RunOutput, RunError> = py.allow_threads(|| {
         let mut stopped = false;
         let mut on_progress = |p: &Progress| -> bool {
             if stopped {
@@ -175,12 +189,15 @@ fn run<'py>(
             stopped = !go_on;
             go_on
         };
-        dcnsim_core::run(&sc, &mut on_progress)
+        dcnsim_core::try_run(&sc, &mut on_progress)
     });
     if let Some(e) = failure {
         return Err(e);
     }
-    output_dict(py, &out)
+    match out {
+        Ok(out) => output_dict(py, &out),
+        Err(e) => Err(run_error(py, &e)),
+    }
 }
 
 fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict>> {

@@ -123,6 +123,33 @@
 //!   NDP sends scheduled and unscheduled data in one class, the single FIFO of §III-B;
 //!   control packets ride class 0 and do not count.
 //!
+//! # Pull-loop tokens
+//! A flow's pull loop holds a fixed number of tokens, its first window: each packet sent
+//! on a PULL (or in the first window) takes one, and the PULL its arrival releases gives it
+//! back. That invariant is what bounds NDP's packets: nothing else limits a sender, and a
+//! host NIC never drops. Two sends create a token instead of taking one: a stall send (the
+//! loop lost its last token) and a timeout resend (the copy was presumed lost with its
+//! token). A timeout resend whose copy was not lost but late (queued behind other flows'
+//! packets in its sender's NIC, or dropped only as far as its ACK) would then return two
+//! PULLs for one token. Left alone this runs away: with drop-tail switches (no trimming)
+//! under data mining at 40G, each spurious resend added a token, the extra packets made
+//! more queueing, losses and timeouts, and the senders' NIC queues grew without bound
+//! (a 40-host 40G leaf-spine with 384 KB drop-tail buffers and 1,200 data-mining flows at
+//! load 0.6: 12.4 million packets alive at 100 ms of simulated time, gigabytes of memory;
+//! the reduced form in `tests/run_limits.rs`, 600 flows at load 0.8: 3.6 million at 80 ms).
+//!
+//! So every data copy carries in `aux` its packet's token count: how many of the packet's
+//! transmissions so far took a token (first window, pulled, stall sends; a timeout resend,
+//! flagged [`DATA_TOKENLESS`], takes none and repeats its predecessor's count). The
+//! receiver keeps per packet the PULLs it returned and the highest count seen, and pulls for
+//! an arriving copy (data or header) only while the PULLs returned are fewer: each
+//! token-taking transmission gets exactly one PULL back, whichever copies arrive and in
+//! what order, and a timeout resend returns the token of a copy that was lost. Without
+//! timeout resends every copy has a distinct count and every arrival is pulled for, as
+//! before. Cost: two bytes per packet at the receiver while the flow is incomplete.
+//! Measured on the 1,200-flow scenario: every flow finishes, at most about 3,100 packets
+//! alive at once (`docs/run_limits.md` has the survey of the receiver-driven transports).
+//!
 //! # Choices where the paper leaves room
 //! - `initial_window` default: one bandwidth-delay product, in MTU-sized packets rounded
 //!   up (so the pipe is full until the first PULL returns), with the source host's rate
@@ -142,9 +169,10 @@
 //!   banking is the same idea limited to PULLs the receiver actually released.)
 //! - A header (or data packet) of a packet the receiver already holds is answered with an
 //!   ACK, not a NACK: nothing needs resending.
-//! - The receiver queues a PULL for every data packet or header it receives, duplicates
-//!   included, until the flow is complete (each arrival returns the token it consumed);
-//!   the packet that completes the flow queues none.
+//! - The receiver queues a PULL for every data packet or header it receives until the flow
+//!   is complete (each arrival returns the token it consumed), except a copy too many of a
+//!   packet resent on a timeout (see "Pull-loop tokens"); the packet that completes the
+//!   flow queues none.
 //! - `rto` default 1 ms: the Aeolus evaluation's NDP/Homa timeout (Aeolus §V, "1ms/100us in
 //!   different experiments"); with trimming it only fires after a header or control
 //!   packet was lost, so it can be far above the RTT. Queueing in NDP is bounded by the
@@ -182,7 +210,9 @@
 //! # Header layout
 //! Data (`kind = KIND_DATA`, flags `DATA` [+ `TRIMMABLE`] [+ `UNSCHEDULED`]): `seq` = byte
 //! offset, `payload`, `size = payload + header`, `ts` = send time, `aux2` bit 0 = this is a
-//! retransmission, `entropy` = packet index + 1 (wrapping, never 0), `prio = data_prio`. A
+//! retransmission, bit 1 ([`DATA_TOKENLESS`]) = a timeout resend, `aux` = the packet's
+//! token count (see "Pull-loop tokens"), `entropy` = packet index + 1 (wrapping, never
+//! 0), `prio = data_prio`. A
 //! trimmed header keeps all of these with `TRIMMED` set and payload 0.
 //!
 //! ACK (`KIND_ACK`) / NACK (`KIND_NACK`), `ctrl_size` bytes, class 0: `seq` = the data
@@ -223,6 +253,9 @@ pub const TIMER_RTO: u8 = 1;
 pub const TIMER_PULL: u8 = 2;
 /// Data `aux2` bit: the packet is a retransmission.
 pub const DATA_RETX: u32 = 1;
+/// Data `aux2` bit: a timeout resend, sent without a PULL in place of an unanswered copy;
+/// it carries no pull-loop token of its own (see "Pull-loop tokens").
+pub const DATA_TOKENLESS: u32 = 2;
 /// `Packet::kind` of an Aeolus probe (follows the first window; `aux` = last packet's index).
 pub const KIND_PROBE: u8 = 5;
 /// `Packet::kind` of the ACK of an Aeolus probe.
@@ -465,6 +498,8 @@ struct Slot {
     state: PktState,
     /// Incremented at every transmission; a timeout entry is valid only for its epoch.
     epoch: u32,
+    /// Transmissions so far that took a pull-loop token (all but timeout resends).
+    tokens: u8,
 }
 
 /// The sending end of one NDP flow.
@@ -615,20 +650,35 @@ impl NdpSender {
         }
         let idx = self.next_new as u32;
         self.next_new += 1;
-        self.slots.push(Slot { state: PktState::QueuedRtx, epoch: 0 });
-        self.emit(now, p, idx, unscheduled, false, out);
+        self.slots.push(Slot { state: PktState::QueuedRtx, epoch: 0, tokens: 0 });
+        self.emit(now, p, idx, unscheduled, false, false, out);
         true
     }
 
-    /// Transmit packet `idx` (new when `!retx`); `unscheduled`: sent without a PULL.
-    fn emit(&mut self, now: Time, p: &NdpParams, idx: u32, unscheduled: bool, retx: bool, out: &mut Actions) {
+    /// Transmit packet `idx` (new when `!retx`); `unscheduled`: sent without a PULL;
+    /// `tokenless`: a timeout resend, standing in for its unanswered copy (flagged
+    /// [`DATA_TOKENLESS`]).
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        now: Time,
+        p: &NdpParams,
+        idx: u32,
+        unscheduled: bool,
+        retx: bool,
+        tokenless: bool,
+        out: &mut Actions,
+    ) {
         let slot = &mut self.slots[idx as usize];
         if slot.state != PktState::InFlight {
             self.inflight += 1;
         }
         slot.state = PktState::InFlight;
         slot.epoch = slot.epoch.wrapping_add(1);
-        let epoch = slot.epoch;
+        if !tokenless {
+            slot.tokens = slot.tokens.saturating_add(1);
+        }
+        let (epoch, tokens) = (slot.epoch, slot.tokens);
         let payload = self.payload_of(idx as u64, p.mss);
         if retx {
             self.stats.retx_bytes += payload;
@@ -651,7 +701,8 @@ impl NdpSender {
             kind: KIND_DATA,
             seq: idx as u64 * p.mss,
             ts: now,
-            aux2: if retx { DATA_RETX } else { 0 },
+            aux2: if retx { DATA_RETX } else { 0 } | if tokenless { DATA_TOKENLESS } else { 0 },
+            aux: tokens as u64,
             ..Default::default()
         });
         self.watch.push_back((now + p.rto, idx, epoch));
@@ -662,7 +713,7 @@ impl NdpSender {
     fn send_one(&mut self, now: Time, p: &NdpParams, unscheduled: bool, out: &mut Actions) -> bool {
         while let Some(i) = self.rtx.pop_front() {
             if self.slots[i as usize].state == PktState::QueuedRtx {
-                self.emit(now, p, i, unscheduled, true, out);
+                self.emit(now, p, i, unscheduled, true, false, out);
                 return true;
             }
         }
@@ -737,7 +788,7 @@ impl NdpSender {
         }
         while let Some(i) = a.pop_unacked() {
             if self.slots.get(i as usize).is_some_and(|s| s.state == PktState::InFlight) {
-                self.emit(now, p, i as u32, false, true, out);
+                self.emit(now, p, i as u32, false, true, false, out);
                 return true;
             }
         }
@@ -844,7 +895,7 @@ impl NdpSender {
         let mut fired = !expired.is_empty();
         for i in expired {
             // Unanswered for rto: resend at once (its pull-loop token was lost with it).
-            self.emit(now, p, i, true, true, out);
+            self.emit(now, p, i, true, true, true, out);
         }
         if self.inflight == 0 && self.has_work() && now >= self.last_pull_at + p.rto && self.send_one(now, p, true, out)
         {
@@ -871,6 +922,10 @@ pub struct NdpReceiver {
     npk: u64,
     /// Bitset of packets held (freed on completion).
     got: Vec<u64>,
+    /// Per packet: PULLs returned for its copies, and the highest token count a copy
+    /// carried (`aux`), saturating; see "Pull-loop tokens". Freed on completion.
+    returned: Vec<u8>,
+    stamp: Vec<u8>,
     count: u64,
     /// First packet not held (in-order prefix).
     cum: u64,
@@ -893,6 +948,8 @@ impl NdpReceiver {
             size: flow.size.0,
             npk,
             got: vec![0; npk.div_ceil(64) as usize],
+            returned: vec![0; npk as usize],
+            stamp: vec![0; npk as usize],
             count: 0,
             cum: 0,
             complete: false,
@@ -922,8 +979,29 @@ impl NdpReceiver {
         if self.count == self.npk {
             self.complete = true;
             self.got = Vec::new();
+            self.returned = Vec::new();
+            self.stamp = Vec::new();
         }
         true
+    }
+    /// Whether the arrival of a copy of packet `idx` carrying token count `tokens` (the
+    /// token-taking transmissions of the packet up to this copy) returns a PULL: while the
+    /// PULLs returned for the packet are fewer than the highest count seen, yes. Each
+    /// token-taking transmission gets one PULL back, whichever copies arrive and in what
+    /// order; a timeout resend (which takes no token) stands in for a lost one.
+    fn pulls_for(&mut self, idx: u64, tokens: u64) -> bool {
+        let i = idx as usize;
+        if i >= self.returned.len() {
+            return false;
+        }
+        // A copy always carries at least its own token or its original's.
+        let k = tokens.clamp(1, u8::MAX as u64) as u8;
+        self.stamp[i] = self.stamp[i].max(k);
+        if self.returned[i] < self.stamp[i] {
+            self.returned[i] += 1;
+            return true;
+        }
+        false
     }
     /// Bytes held in order from byte 0.
     pub fn cum_bytes(&self, mss: u64) -> u64 {
@@ -1026,6 +1104,7 @@ impl Ndp {
             }
         }
         let was_complete = r.complete;
+        let pull = !was_complete && r.pulls_for(idx, pkt.aux);
         let new = !trimmed && r.record(idx);
         let nack = trimmed && !r.has(idx);
         let (src, cum) = (r.src, r.cum_bytes(p.mss));
@@ -1045,9 +1124,10 @@ impl Ndp {
         if completes {
             ctx.out.complete(pkt.flow);
         } else if !was_complete {
-            // One PULL for this arrival, plus (Aeolus) one per packet now known lost: the
+            // One PULL for this arrival (unless a copy of the same packet already returned
+            // the token it carried), plus (Aeolus) one per packet now known lost: the
             // dropped packets took their PULLs with them.
-            self.queue_pulls(ctx, pkt.flow, 1 + lost);
+            self.queue_pulls(ctx, pkt.flow, pull as u32 + lost);
         }
     }
 
@@ -1464,9 +1544,11 @@ mod tests {
         let a = call(&mut n, &flows, t, 2, |n, c| n.on_packet(c, &mk(0, 1, MSS)));
         assert!(a.completions.is_empty());
         assert_eq!(kinds(&a, KIND_ACK).len(), 1);
-        // A trimmed header of a packet already held is ACKed, not NACKed.
+        // A trimmed header of a packet already held (of a pulled retransmission: its second
+        // token) is ACKed, not NACKed, and returns its PULL.
         let mut h = mk(1, 0, 0);
         h.flags.set(PacketFlags::TRIMMED);
+        h.aux = 2;
         let a = call(&mut n, &flows, t, 2, |n, c| n.on_packet(c, &h));
         assert_eq!((kinds(&a, KIND_ACK).len(), kinds(&a, KIND_NACK).len()), (1, 0));
         // The pacer's next slot goes to flow 1 (flow 0's stale ring entry is skipped).
@@ -1512,12 +1594,81 @@ mod tests {
         let a = call(&mut n, &flows, Time::us(100), 0, |n, c| n.on_timer(c, tok));
         let d = kinds(&a, KIND_DATA);
         assert_eq!(d.len(), 1);
-        assert_eq!((d[0].seq, d[0].aux2), (MSS, DATA_RETX));
+        assert_eq!((d[0].seq, d[0].aux2), (MSS, DATA_RETX | DATA_TOKENLESS));
         assert!(d[0].flags.has(PacketFlags::UNSCHEDULED), "sent without a PULL");
         assert_eq!(n.flow_stats(0), FlowStats { retx_bytes: MSS, timeouts: 1, ..FlowStats::default() });
         // The next deadline is one rto after the resend.
         assert_eq!(a.timers.len(), 1);
         assert_eq!(a.timers[0].0, Time::us(200));
+    }
+
+    #[test]
+    fn receiver_pulls_once_per_token_taking_transmission_whichever_copies_arrive() {
+        // A copy carries in `aux` how many of its packet's transmissions so far took a
+        // pull-loop token; a timeout resend takes none and repeats its predecessor's count.
+        let mut n = Ndp::from_config(&serde_json::Value::Null, &net()).unwrap();
+        let flows = vec![flow(0, 0, 2, 8 * MSS)];
+        let mk = |idx: u64, tokens: u64, tokenless: bool, trimmed: bool| {
+            let mut flags = PacketFlags(PacketFlags::DATA | PacketFlags::TRIMMABLE);
+            if tokenless {
+                flags.set(PacketFlags::UNSCHEDULED);
+            }
+            if trimmed {
+                flags.set(PacketFlags::TRIMMED);
+            }
+            let payload = if trimmed { 0 } else { MSS };
+            Packet {
+                dst: 2,
+                flow: 0,
+                kind: KIND_DATA,
+                seq: idx * MSS,
+                payload: payload as u32,
+                size: (payload + 40) as u32,
+                flags,
+                aux: tokens,
+                aux2: if tokenless { DATA_RETX | DATA_TOKENLESS } else { 0 },
+                ..Default::default()
+            }
+        };
+        let t = Time::us(1);
+        let mut pulls_after = |p: Packet| {
+            call(&mut n, &flows, t, 2, |n, c| n.on_packet(c, &p));
+            let r = n.receiver(0).unwrap();
+            r.pulls_sent() + r.pending_pulls() as u64
+        };
+        // Original, then its timeout resend (the original was late, not lost): one PULL.
+        assert_eq!(pulls_after(mk(0, 1, false, false)), 1);
+        assert_eq!(pulls_after(mk(0, 1, true, false)), 1);
+        // The resend first, then the late original: one PULL.
+        assert_eq!(pulls_after(mk(1, 1, true, false)), 2);
+        assert_eq!(pulls_after(mk(1, 1, false, false)), 2);
+        // The trimmed header of a third copy (another timeout resend): ACKed, no PULL.
+        assert_eq!(pulls_after(mk(1, 1, true, true)), 2);
+        // A resend of a packet really lost is pulled for (it restores the lost token).
+        assert_eq!(pulls_after(mk(2, 1, true, false)), 3);
+        // Header of a trimmed original, then its pulled retransmission: two PULLs.
+        assert_eq!(pulls_after(mk(3, 1, false, true)), 4);
+        assert_eq!(pulls_after(mk(3, 2, false, false)), 5);
+        // Original lost; a pulled resend (2nd token) and a timeout resend of that resend both
+        // arrive, the later-stamped first: two PULLs, the lost token is restored.
+        assert_eq!(pulls_after(mk(4, 2, true, false)), 6);
+        assert_eq!(pulls_after(mk(4, 2, false, false)), 7);
+        // A pulled duplicate of a held packet returns its own token.
+        assert_eq!(pulls_after(mk(0, 2, false, false)), 8);
+    }
+
+    #[test]
+    fn timeout_resend_repeats_the_token_count_of_the_copy_it_replaces() {
+        let mut n = Ndp::from_config(&json!({"initial_window": 2, "trimming": false, "rto": "100us"}), &net()).unwrap();
+        let flows = vec![flow(0, 0, 1, 2 * MSS)];
+        let a = call(&mut n, &flows, Time::ZERO, 0, |n, c| n.start_flow(c, 0));
+        let d = kinds(&a, KIND_DATA);
+        assert_eq!((d[0].aux, d[1].aux), (1, 1));
+        let tok = a.timers[0].1;
+        let a = call(&mut n, &flows, Time::us(100), 0, |n, c| n.on_timer(c, tok));
+        let d = kinds(&a, KIND_DATA);
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|p| p.aux == 1 && p.aux2 == DATA_RETX | DATA_TOKENLESS));
     }
 
     #[test]
