@@ -14,7 +14,10 @@
 
 pub mod config;
 pub mod event;
+pub mod fuzz;
+pub mod limits;
 pub mod network;
+mod nonfinite;
 pub mod output;
 pub mod packet;
 pub mod queue;

@@ -13,7 +13,8 @@
 //! Result columns are handed over as `(dtype, bytes)` pairs, little-endian, so the
 //! Python side wraps them with `numpy.frombuffer` without per-element conversion;
 //! string columns come as lists of `str`. Scenario errors are raised as
-//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass).
+//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass), and so is a
+//! resource limit that ends a run early (`RunOutput::error`: no results are returned).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -90,6 +91,12 @@ fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
         Some(rest) if !field.is_empty() => rest.to_string(),
         _ => full.clone(),
     };
+    field_error(py, field, message)
+}
+
+/// `dcnsim.errors.ScenarioError(field, message)` (a plain `ValueError` if the class cannot be
+/// imported).
+fn field_error(py: Python<'_>, field: String, message: String) -> PyErr {
     let made = py
         .import("dcnsim.errors")
         .and_then(|m| m.getattr("ScenarioError"))
@@ -180,6 +187,13 @@ fn run<'py>(
     if let Some(e) = failure {
         return Err(e);
     }
+    // A resource limit ended the run: its results are incomplete, report the limit instead.
+    if let Some(e) = &out.error {
+        let full = e.to_string();
+        let field = e.field();
+        let message = full.strip_prefix(&format!("{field}: ")).unwrap_or(&full).to_string();
+        return Err(field_error(py, field, message));
+    }
     output_dict(py, &out)
 }
 
@@ -250,6 +264,7 @@ fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDi
     d.set_item("trims", c.trims)?;
     d.set_item("sim_end_ps", c.sim_end_ps)?;
     d.set_item("cut_at_limit", c.cut_at_limit)?;
+    d.set_item("stop_reason", c.stop_reason.as_str())?;
     d.set_item("packets_left", c.packets_left)?;
     d.set_item("wall_s", c.wall_s)?;
     d.set_item("peak_live_packets", c.peak_live_packets)?;
