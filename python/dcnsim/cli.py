@@ -100,6 +100,8 @@ def print_summary(s: dict[str, Any], out: TextIO = sys.stdout) -> None:
     ]
     if s.get("cut_at_limit"):
         lines.append("note: the run stopped at its time limit with work outstanding")
+    elif s.get("stop_reason") == "stalled":
+        lines.append("note: the run ended with no event left and flows unfinished")
     for line in lines:
         print(line, file=out)
 

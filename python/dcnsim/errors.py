@@ -29,11 +29,13 @@ class ScenarioError(ValueError):
         return f"{self.field}: {self.message}" if self.field else self.message
 
 
-class RunError(RuntimeError):
-    """A valid scenario whose run could not finish: it stopped at a limit the scenario sets
-    (``run.max_live_packets``: more packets alive at once than allowed, a run that is not
-    making progress). The CLI prints it as ``error: <field>: <message>`` and exits with
-    status 3; nothing is written.
+class RunError(ScenarioError, RuntimeError):
+    """A valid scenario whose run could not finish: it stopped at a resource limit the
+    scenario sets (``run.max_live_packets``: more packets alive at once than allowed, a run
+    that is not making progress; ``run.nic_queue_limit``; the samples ``run.memory_limit``
+    leaves room for, named ``output.sample_interval``). A subclass of ``ScenarioError`` (the
+    field names the limit to change) and of ``RuntimeError``. The CLI prints it as
+    ``error: <field>: <message>`` and exits with status 3; nothing is written.
 
     Attributes:
         field: the scenario field whose limit stopped the run.

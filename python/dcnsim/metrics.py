@@ -321,6 +321,7 @@ def summarize(
     s["events_per_s"] = events / wall if wall > 0 else math.nan
     s["sim_end_us"] = float(counters.get("sim_end_ps", 0)) / 1e6
     s["cut_at_limit"] = bool(counters.get("cut_at_limit", False))
+    s["stop_reason"] = str(counters.get("stop_reason", "done"))
     s["packets_left"] = int(counters.get("packets_left", 0))
     s["data_payload_sent_bytes"] = int(counters.get("data_payload_sent", 0))
     s["peak_live_packets"] = int(counters.get("peak_live_packets", 0))

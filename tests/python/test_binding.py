@@ -68,3 +68,29 @@ def test_progress_callback_and_early_stop() -> None:
     calls = []
     full = dcnsim.run(big, progress=lambda p: calls.append(p), progress_interval=0.0)
     assert calls and full.summary()["flows_total"] == 3000
+
+
+def test_a_run_that_reaches_a_resource_limit_raises_naming_the_field() -> None:
+    # A 1 Kbps host link whose sender hands it a huge window: the NIC queue limit ends the
+    # run with an error naming the field (and the host), not an abort or a partial result.
+    doc = (
+        TINY_SCENARIO.replace('host_rate = "10Gbps"', 'host_rate = "1Kbps"').replace(
+            'protocol = "dctcp"', 'protocol = "tcp"\ninit_cwnd = 100000'
+        )
+        + '\n[run]\nnic_queue_limit = "1MB"\n'
+    )
+    with pytest.raises(ScenarioError) as e:
+        dcnsim.run(doc)
+    assert e.value.field == "run.nic_queue_limit"
+    assert "host" in str(e.value)
+
+
+def test_bare_numbers_and_non_finite_values_name_the_field() -> None:
+    with pytest.raises(ScenarioError) as e:
+        dcnsim.validate(TINY_SCENARIO + "\n[run]\ntime_limit = 10\n")
+    assert e.value.field == "run.time_limit" and "unit" in str(e.value)
+    sc = dcnsim.validate(TINY_SCENARIO)
+    sc["workload"][0]["load"] = float("nan")
+    with pytest.raises(ScenarioError) as e:
+        dcnsim.validate(sc)
+    assert e.value.field == "workload[0].load" and "NaN" in str(e.value)

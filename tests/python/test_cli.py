@@ -83,7 +83,7 @@ def test_validate_shows_the_ecn_thresholds_a_protocol_derives(
 ) -> None:
     # DCTCP with ecn_k = 30 KB: one K for every class.
     r = cli(["validate", str(tiny_scenario)], tmp_path)
-    assert "ecn: K per class = 30000B\n" in r.stdout, r.stdout
+    assert "ecn: K per class = 30KB\n" in r.stdout, r.stdout
     # PPT with no thresholds in [network]: PPT Eq. 3 per class. 8 hosts on one 10 Gbps
     # switch, 1 us links: base RTT 4 us + 2 x (1500 + 64) B at 10 Gbps = 6.5024 us, BDP
     # 8,128 B; K = 0.17 x BDP = 1,382 B (HCP, P0-P3) and 0.1 x BDP = 813 B (LCP, P4-P7),
@@ -104,7 +104,7 @@ def test_validate_shows_the_ecn_thresholds_a_protocol_derives(
     assert want + "; classes 4, 5, 6, 7 on the port's occupancy" in r.stdout, r.stdout
     # ... and the demotion thresholds PPT derived for the workload (web search: the first
     # three of the PIAS authors' web-search set, 46 / 1084 / 1717 packets of 1460 B).
-    assert "transport: thresholds=[67160, 1582640, 2506820]" in r.stdout, r.stdout
+    assert "transport: thresholds=[67160B, 1582640B, 2506820B]" in r.stdout, r.stdout
 
 
 BAD_INPUT = [

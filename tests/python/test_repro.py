@@ -329,7 +329,7 @@ def test_queue_metrics_split_the_bottleneck_occupancy_by_the_transports_low_prio
                 "topology": {"kind": "single_switch", "hosts": 2},
                 "network": {"priorities": prios},
                 "transport": {"protocol": proto},
-                "workload": {"pattern": "permutation", "size": 1000},
+                "workload": {"pattern": "permutation", "size": "1000B"},
             }
         )
 

@@ -14,8 +14,11 @@
 
 pub mod config;
 pub mod event;
+pub mod fuzz;
 pub mod host;
+pub mod limits;
 pub mod network;
+mod nonfinite;
 pub mod output;
 pub mod packet;
 pub mod queue;
@@ -29,7 +32,7 @@ pub mod workload;
 
 pub use output::{Progress, RunOutput};
 pub use scenario::{parse_scenario, Format, Scenario, ScenarioError};
-pub use sim::RunError;
+pub use limits::RunError;
 
 /// Run a validated scenario; `progress` is called periodically and may return false to stop.
 /// Panics if the run cannot finish within the scenario's limits; [`try_run`] returns that

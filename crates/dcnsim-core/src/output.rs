@@ -84,14 +84,49 @@ pub struct Counters {
     pub trims: u64,
     /// Simulated time at which the run ended.
     pub sim_end_ps: u64,
-    /// The run stopped at its time limit with work outstanding.
+    /// The run stopped at its `run.time_limit` with work outstanding (false for every other
+    /// way of stopping; see `stop_reason`).
     pub cut_at_limit: bool,
+    /// Why the run ended.
+    pub stop_reason: StopReason,
     /// Packets still in queues or on links when the run ended.
     pub packets_left: u64,
     /// Wall-clock seconds spent in the event loop.
     pub wall_s: f64,
     /// Peak number of simultaneously live packets.
     pub peak_live_packets: u64,
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every foreground flow finished and the network drained (or nothing was left to do).
+    #[default]
+    Done,
+    /// The next event lay beyond `run.time_limit`.
+    TimeLimit,
+    /// Every foreground flow finished; background flows were still running and were cut.
+    ForegroundDone,
+    /// No event was left although flows were unfinished (the transport gave up or stalled).
+    Stalled,
+    /// The progress callback asked to stop (e.g. Ctrl-C).
+    Interrupted,
+    /// A resource limit was reached ([`RunOutput::error`] says which).
+    Error,
+}
+
+impl StopReason {
+    /// The name written to the results ("done", "time_limit", ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Done => "done",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::ForegroundDone => "foreground_done",
+            StopReason::Stalled => "stalled",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Error => "error",
+        }
+    }
 }
 
 /// Everything a run produces.
@@ -108,6 +143,9 @@ pub struct RunOutput {
     /// host, or (with `output.audit`) before its receiver held every byte. Empty in a
     /// correct run.
     pub audit_errors: Vec<String>,
+    /// A resource limit that ended the run early (`stop_reason` is then `Error`); the
+    /// results are incomplete and callers report this error instead of writing them.
+    pub error: Option<crate::limits::RunError>,
 }
 
 /// Progress report handed to a callback during a run.

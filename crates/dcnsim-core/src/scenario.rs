@@ -218,6 +218,16 @@ pub struct RunSpec {
     /// on links): a run whose packets grow without bound stops before memory runs out.
     #[serde(default = "d_max_live_packets")]
     pub max_live_packets: u64,
+    /// Refuse a scenario whose estimated memory exceeds this (`limits::check`); the sampler
+    /// also stops at it when the number of samples is not known in advance.
+    #[serde(default = "d_memory_limit")]
+    pub memory_limit: Bytes,
+    /// Most bytes any host NIC queue may hold; beyond it the run ends with an error.
+    #[serde(default = "d_nic_queue_limit")]
+    pub nic_queue_limit: Bytes,
+    /// Most bytes an input file (flow list, CDF) may hold; a longer (or endless) one is refused.
+    #[serde(default = "d_input_file_limit")]
+    pub input_file_limit: Bytes,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -229,6 +239,16 @@ pub const DEFAULT_MAX_LIVE_PACKETS: u64 = 10_000_000;
 
 fn d_max_live_packets() -> u64 {
     DEFAULT_MAX_LIVE_PACKETS
+}
+
+fn d_memory_limit() -> Bytes {
+    crate::limits::DEFAULT_MEMORY_LIMIT
+}
+fn d_nic_queue_limit() -> Bytes {
+    crate::limits::DEFAULT_NIC_QUEUE_LIMIT
+}
+fn d_input_file_limit() -> Bytes {
+    Bytes(workload::DEFAULT_INPUT_FILE_LIMIT)
 }
 
 /// Which ports the samplers record.
@@ -283,9 +303,11 @@ pub struct Scenario {
 /// Parse and validate a scenario document.
 pub fn parse_scenario(text: &str, format: Format, base_dir: &Path) -> Result<Scenario, ScenarioError> {
     let doc: serde_json::Value = match format {
-        Format::Json => serde_json::from_str(text).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?,
+        Format::Json => crate::nonfinite::parse_json(text)?,
         Format::Toml => {
             let t: toml::Value = toml::from_str(text).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?;
+            // JSON has no NaN or infinity: the conversion would turn them into null.
+            crate::nonfinite::check_toml(&t)?;
             serde_json::to_value(t).map_err(|e| ScenarioError::Syntax { message: e.to_string() })?
         }
     };
@@ -295,7 +317,30 @@ pub fn parse_scenario(text: &str, format: Format, base_dir: &Path) -> Result<Sce
 /// Validate an already-parsed document.
 pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = from_table(doc, "")?;
+    let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
+    if run.time_limit == Some(Time::ZERO) {
+        return Err(FieldError::invalid(
+            "run.time_limit",
+            "must be > 0",
+            "give a positive time such as \"10ms\" or remove it",
+        )
+        .into());
+    }
+    if run.max_live_packets == 0 {
+        return Err(FieldError::invalid(
+            "run.max_live_packets",
+            "must be > 0",
+            format!("give a packet count such as {DEFAULT_MAX_LIVE_PACKETS} or remove it"),
+        )
+        .into());
+    }
+    for (name, v) in [("run.nic_queue_limit", run.nic_queue_limit), ("run.input_file_limit", run.input_file_limit)] {
+        if v.0 == 0 {
+            return Err(FieldError::invalid(name, "must be > 0", "give a size such as \"1GB\" or remove it").into());
+        }
+    }
     let topology = topology::build(&raw.topology).map_err(ScenarioError::Topology)?;
+    crate::limits::check_topology(&topology, run.memory_limit)?;
 
     let network: NetworkSpec = from_table(&raw.network.clone().unwrap_or(serde_json::json!({})), "network")?;
     if network.mtu.0 <= network.header.0 {
@@ -500,6 +545,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         host_rates,
         racks: topology.racks.clone(),
         base_dir: base_dir.to_path_buf(),
+        file_limit: run.input_file_limit.0,
     };
     let workload = workload::build(&wl_tables, &env).map_err(ScenarioError::Workload)?;
     // The transport is built after the workload so that it may use the workload's size
@@ -578,23 +624,6 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         ..probe_q
     };
 
-    let run: RunSpec = from_table(&raw.run.clone().unwrap_or(serde_json::json!({})), "run")?;
-    if run.time_limit == Some(Time::ZERO) {
-        return Err(FieldError::invalid(
-            "run.time_limit",
-            "must be > 0",
-            "give a positive time such as \"10ms\" or remove it",
-        )
-        .into());
-    }
-    if run.max_live_packets == 0 {
-        return Err(FieldError::invalid(
-            "run.max_live_packets",
-            "must be > 0",
-            format!("give a packet count such as {DEFAULT_MAX_LIVE_PACKETS} or remove it"),
-        )
-        .into());
-    }
     let output: OutputSpec = from_table(&raw.output.clone().unwrap_or(serde_json::json!({})), "output")?;
     if output.sample_interval == Some(Time::ZERO) {
         return Err(
@@ -624,7 +653,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         _ => {}
     }
 
-    Ok(Scenario {
+    let sc = Scenario {
         name: raw.name,
         seed: raw.seed,
         topology,
@@ -639,7 +668,9 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         net_info,
         base_dir: base_dir.to_path_buf(),
         lp_classes: derived.lp_classes,
-    })
+    };
+    crate::limits::check(&sc)?;
+    Ok(sc)
 }
 
 /// Every class in `classes` (the list at `field`) must exist among `priorities` classes.
@@ -685,7 +716,7 @@ impl Scenario {
         }
         let mut network = serde_json::to_value(&self.network).unwrap_or_default();
         network["ecn_k_per_queue"] =
-            serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.0)).collect::<Vec<_>>());
+            serde_json::json!(self.queue.ecn_k.iter().map(|k| k.map(|b| b.to_unit_string())).collect::<Vec<_>>());
         network["ecn_port_classes"] = serde_json::json!(self.queue.ecn_port_classes);
         let v = serde_json::json!({
             "name": self.name,

@@ -17,7 +17,9 @@
 //! `txdone_pending` / `wake_at` tell an end of serialization from a wake-up.
 
 use crate::event::{Event, EventQueue};
+use crate::limits::RunError;
 use crate::network::{Network, Port, Routing};
+use crate::output::StopReason;
 use crate::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
 use crate::packet::{FlowId, NodeId, Packet, PacketArena, PktIdx};
 use crate::queue::PortEffects;
@@ -35,6 +37,9 @@ pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 struct Sampler {
     interval: Time,
+    /// Samples taken, and the most `run.memory_limit` leaves room for (`limits::sample_budget`).
+    taken: u64,
+    budget: u64,
     ports: Vec<u32>,
     queue: QueueSamples,
     link: LinkSamples,
@@ -93,40 +98,6 @@ pub struct DropInfo<'p> {
 /// A diagnostic callback for every dropped packet (tests, investigations).
 pub type DropProbe<'a> = Box<dyn FnMut(&DropInfo) + 'a>;
 
-/// Why a run stopped without finishing: it could not make progress within the limits the
-/// scenario sets. `field()` names the scenario field that set the limit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunError {
-    /// More packets were alive at once (queued or on links) than `run.max_live_packets`.
-    TooManyLivePackets { limit: u64, live: u64, sim_time: Time, flows_done: u64, flows_total: u64 },
-}
-
-impl RunError {
-    /// The scenario field whose limit stopped the run.
-    pub fn field(&self) -> &'static str {
-        match self {
-            RunError::TooManyLivePackets { .. } => "run.max_live_packets",
-        }
-    }
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::TooManyLivePackets { limit, live, sim_time, flows_done, flows_total } => write!(
-                f,
-                "the run stopped at simulated time {:.3} ms with {live} packets alive at once, above the \
-                 limit of {limit}, and {flows_done} of {flows_total} flows finished: the transport's packets \
-                 grow without bound, so the run cannot finish. Check the transport and queue settings \
-                 (e.g. a protocol run on a queue policy it was not built for), or raise run.max_live_packets \
-                 if the network really holds this many packets",
-                sim_time.as_secs_f64() * 1e3,
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
 
 /// One run of a scenario.
 pub struct Sim<'a> {
@@ -169,6 +140,10 @@ pub struct Sim<'a> {
     /// Problems the audit found (empty when the run is consistent).
     pub audit_errors: Vec<String>,
     drop_probe: Option<DropProbe<'a>>,
+    /// `run.nic_queue_limit` in bytes.
+    nic_limit: u64,
+    /// A resource limit that ends the run (checked where `check_at` sends the loop).
+    failure: Option<RunError>,
 }
 
 impl<'a> Sim<'a> {
@@ -228,7 +203,14 @@ impl<'a> Sim<'a> {
                     })
                     .collect(),
             };
-            Sampler { interval, ports, queue: QueueSamples::default(), link: LinkSamples::default() }
+            Sampler {
+                interval,
+                taken: 0,
+                budget: crate::limits::sample_budget(sc),
+                ports,
+                queue: QueueSamples::default(),
+                link: LinkSamples::default(),
+            }
         });
         let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
         // How far ahead link events lie: one MTU's serialization plus propagation.
@@ -268,6 +250,8 @@ impl<'a> Sim<'a> {
             audit: sc.output.audit.then(|| vec![Coverage::default(); n]),
             audit_errors: vec![],
             drop_probe: None,
+            nic_limit: sc.run.nic_queue_limit.0,
+            failure: None,
         }
     }
 
@@ -278,17 +262,22 @@ impl<'a> Sim<'a> {
         self
     }
 
-    /// [`Self::try_run`] for runs known to stay within their limits (tests, benchmarks):
-    /// panics with the [`RunError`]'s message if the run cannot finish.
-    pub fn run(self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
-        self.try_run(progress).unwrap_or_else(|e| panic!("{}: {e}", e.field()))
+    /// [`Self::run`], with a run that a resource limit ended early (`RunOutput::error`) as
+    /// the error instead of its incomplete results.
+    pub fn try_run(self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
+        let mut out = self.run(progress);
+        match out.error.take() {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
     }
 
     /// Run to the end; `progress` is called every [`PROGRESS_EVERY`] events and may
     /// return false to stop early. Every [`PROGRESS_EVERY`] events the packets alive are
-    /// compared with `run.max_live_packets`; above it the run ends with
-    /// [`RunError::TooManyLivePackets`] (a run that cannot progress must not exhaust memory).
-    pub fn try_run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
+    /// compared with `run.max_live_packets`; above it, as at the other resource limits, the
+    /// run ends early with the error in `RunOutput::error` (a run that cannot progress must
+    /// not exhaust memory).
+    pub fn run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
         let wall = Instant::now();
         if let Some(f) = self.flows.first() {
             self.q.push(f.start, Event::FlowArrival);
@@ -304,12 +293,15 @@ impl<'a> Sim<'a> {
         };
         let horizon = self.sc.run.time_limit.unwrap_or_else(|| self.flows.last().map(|f| f.start).unwrap_or_default());
         let mut events: u64 = 0;
-        let mut cut = false;
+        let mut reason = None;
         let mut now = Time::ZERO;
         while let Some((t, ev)) = self.q.pop() {
             if t > limit {
                 // The popped event lies beyond the limit: the run ends at the limit.
-                cut = true;
+                reason = Some(match self.sc.run.time_limit {
+                    Some(_) => StopReason::TimeLimit,
+                    None => StopReason::ForegroundDone,
+                });
                 now = limit;
                 break;
             }
@@ -363,17 +355,23 @@ impl<'a> Sim<'a> {
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
             // once every foreground flow is done (the end condition is then checked each time).
             if events >= self.check_at {
+                if self.failure.is_some() {
+                    reason = Some(StopReason::Error);
+                    break;
+                }
                 if events.is_multiple_of(PROGRESS_EVERY) {
                     let live = self.arena.live();
                     self.peak_live = self.peak_live.max(live);
                     if live as u64 > self.sc.run.max_live_packets {
-                        return Err(RunError::TooManyLivePackets {
+                        self.fail(RunError::TooManyLivePackets {
                             limit: self.sc.run.max_live_packets,
                             live: live as u64,
                             sim_time: t,
                             flows_done: self.fg_done,
                             flows_total: self.fg_total,
                         });
+                        reason = Some(StopReason::Error);
+                        break;
                     }
                     let p = Progress {
                         sim_time_ps: t.0,
@@ -383,18 +381,19 @@ impl<'a> Sim<'a> {
                         events,
                     };
                     if !progress(&p) {
-                        cut = true;
+                        reason = Some(StopReason::Interrupted);
                         break;
                     }
                 }
                 // With only background flows there is nothing to wait for: run to the time limit.
                 if self.all_done {
                     if self.arena.live() == 0 {
+                        reason = Some(StopReason::Done);
                         break;
                     }
                     if self.flows.iter().any(|f| f.background) {
                         // Background flows never end: stop once the foreground work is done.
-                        cut = true;
+                        reason = Some(StopReason::ForegroundDone);
                         break;
                     }
                 } else {
@@ -411,7 +410,25 @@ impl<'a> Sim<'a> {
             flows_total: self.fg_total,
             events,
         });
-        Ok(self.finish_output(now, events, cut, wall_s))
+        // The queue ran dry: done, unless foreground flows never finished.
+        let reason = reason.unwrap_or(if self.failure.is_some() {
+            StopReason::Error
+        } else if self.fg_done < self.fg_total || self.next_flow < self.flows.len() {
+            StopReason::Stalled
+        } else {
+            StopReason::Done
+        });
+        self.finish_output(now, events, reason, wall_s)
+    }
+
+    /// A resource limit was reached: the loop stops at its next check (the next event).
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, e: RunError) {
+        if self.failure.is_none() {
+            self.failure = Some(e);
+        }
+        self.check_at = 0;
     }
 
     #[inline]
@@ -604,6 +621,11 @@ impl<'a> Sim<'a> {
             }
             let (port, size) = (self.net.route_in_flight(host, p), p.size);
             self.enqueue(now, port, idx, size);
+            let queued = self.net.ports[port as usize].disc.bytes().0;
+            if queued > self.nic_limit {
+                let limit = self.sc.run.nic_queue_limit;
+                self.fail(RunError::NicQueue { host, bytes: queued, limit });
+            }
         }
         for &(at, token) in &out.timers {
             self.q.push(at.max(now), Event::Timer { host, token });
@@ -653,6 +675,12 @@ impl<'a> Sim<'a> {
 
     fn sample(&mut self, now: Time) {
         let Some(s) = &mut self.sampler else { return };
+        if s.taken >= s.budget {
+            let e = RunError::SampleLimit { samples: s.taken, limit: self.sc.run.memory_limit };
+            self.fail(e);
+            return;
+        }
+        s.taken += 1;
         let secs = s.interval.as_secs_f64();
         for &p in &s.ports {
             let pt = &mut self.net.ports[p as usize];
@@ -679,7 +707,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn finish_output(self, now: Time, events: u64, cut: bool, wall_s: f64) -> RunOutput {
+    fn finish_output(self, now: Time, events: u64, reason: StopReason, wall_s: f64) -> RunOutput {
         let sc = self.sc;
         let n = self.flows.len();
         let mut ft = FlowTable::default();
@@ -729,7 +757,8 @@ impl<'a> Sim<'a> {
             drops: self.drops.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
             trims: self.trims,
             sim_end_ps: now.0,
-            cut_at_limit: cut && (live > 0 || self.fg_done < self.fg_total),
+            cut_at_limit: reason == StopReason::TimeLimit && (live > 0 || self.fg_done < self.fg_total),
+            stop_reason: reason,
             packets_left: live,
             wall_s,
             peak_live_packets: self.peak_live as u64,
@@ -742,6 +771,7 @@ impl<'a> Sim<'a> {
             counters,
             scenario_json: sc.to_json(),
             audit_errors: self.audit_errors,
+            error: self.failure,
         }
     }
 }

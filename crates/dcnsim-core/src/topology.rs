@@ -359,6 +359,23 @@ fn count_ok(n: u64, path: &str) -> Result<(), FieldError> {
     }
 }
 
+/// Most links accepted (each is two ports of state), to fail clearly instead of exhausting memory.
+pub const MAX_LINKS: u64 = 1 << 24;
+
+/// Refuse a topology of `nodes` nodes and `links` links beyond [`MAX_NODES`] / [`MAX_LINKS`]
+/// before it is built; `path` names the field to lower.
+fn size_ok(nodes: u64, links: u64, path: &str) -> Result<(), FieldError> {
+    count_ok(nodes, path)?;
+    if links > MAX_LINKS {
+        return Err(FieldError::invalid(
+            path,
+            format!("gives {links} links, more than the {MAX_LINKS} supported"),
+            "use a smaller topology",
+        ));
+    }
+    Ok(())
+}
+
 /// Build and validate a topology from its scenario table.
 pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
     let sec = "topology";
@@ -425,6 +442,8 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
                 )
                 .into());
             }
+            let (hosts, leaves, spines) = (t.leaves as u64 * t.hosts_per_leaf as u64, t.leaves as u64, t.spines as u64);
+            size_ok(hosts + leaves + spines, hosts + leaves * spines, "topology.spines")?;
             rate_ok(t.host_rate, "topology.host_rate")?;
             rate_ok(t.core_rate, "topology.core_rate")?;
             let n = t.leaves * t.hosts_per_leaf;
@@ -491,7 +510,7 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
                 }
             }
             let mut spec = with_kind("fat_tree", &t);
-            spec["core_rate"] = serde_json::json!(core_rate.0);
+            spec["core_rate"] = serde_json::json!(core_rate);
             b.finish(spec)
         }
         "three_tier" => {
@@ -509,6 +528,9 @@ pub fn build(raw: &serde_json::Value) -> Result<Topology, TopologyError> {
                 )
                 .into());
             }
+            let (hosts, tors, aggs, cores) =
+                (t.tors as u64 * t.hosts_per_tor as u64, t.tors as u64, t.aggs as u64, t.cores as u64);
+            size_ok(hosts + tors + aggs + cores, hosts + tors * aggs + aggs * cores, "topology.aggs")?;
             rate_ok(t.host_rate, "topology.host_rate")?;
             rate_ok(t.tor_rate, "topology.tor_rate")?;
             rate_ok(t.core_rate, "topology.core_rate")?;
@@ -719,16 +741,25 @@ mod tests {
             (json!({"kind": "leaf_spine", "host_rate": -5}), "topology.host_rate"),
             (json!({"kind": "leaf_spine", "colour": 1}), "topology.colour"),
             (json!({"kind": "fat_tree", "k": 5}), "topology.k"),
+            // A bare number has no unit (bits? gigabits?): refused naming the field.
+            (json!({"kind": "leaf_spine", "host_rate": 40}), "topology.host_rate"),
+            // Sizes checked before anything is allocated.
+            (json!({"kind": "leaf_spine", "spines": 4294967295u32}), "topology.spines"),
+            (json!({"kind": "leaf_spine", "leaves": 1000000, "hosts_per_leaf": 1, "spines": 1000}), "topology.spines"),
+            (
+                json!({"kind": "three_tier", "tors": 2, "hosts_per_tor": 2, "aggs": 100000, "cores": 100000}),
+                "topology.aggs",
+            ),
             (json!({"kind": "torus"}), "topology.kind"),
             (json!({"kind": "single_switch"}), "topology.hosts"),
             (
                 json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
-                    "links": [{"a": "a", "b": "c", "rate": 1}]}),
+                    "links": [{"a": "a", "b": "c", "rate": "1bps"}]}),
                 "topology.links[0].b",
             ),
             (
                 json!({"kind": "explicit", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
-                    {"name": "s", "kind": "switch"}], "links": [{"a": "a", "b": "s", "rate": 1}]}),
+                    {"name": "s", "kind": "switch"}], "links": [{"a": "a", "b": "s", "rate": "1bps"}]}),
                 "topology.links",
             ),
         ];

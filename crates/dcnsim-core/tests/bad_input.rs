@@ -228,3 +228,235 @@ fn normalized_scenario_round_trips() {
     assert_eq!(b.to_json(), json);
     assert_eq!(a.flows(), b.flows());
 }
+
+// ---- Issue 14: units, non-finite numbers, memory, endless inputs, stop reasons ----------
+
+const INCAST: &str = "pattern = \"incast\"\nreceiver = 0\nsenders = 3\nsize = \"20KB\"";
+
+/// A time, size or rate without a unit is refused, naming the field and the accepted units
+/// (`time_limit = 10` used to mean 10 ps and finish nothing; `sample_interval = 100` used to
+/// sample every 100 ps and exhaust memory).
+#[test]
+fn bare_numbers_need_a_unit() {
+    let dir = tmpdir();
+    let cases = [
+        ("[run]\ntime_limit = 10", "run.time_limit", "ps, ns, us, ms, s"),
+        ("[output]\nsample_interval = 100", "output.sample_interval", "ps, ns, us, ms, s"),
+        ("[network]\nbuffer = 120000", "network.buffer", "KB"),
+        ("[network]\nmtu = 1500", "network.mtu", "KB"),
+        ("[run]\ntime_limit = \"10\"", "run.time_limit", "ps, ns, us, ms, s"),
+        ("[run]\ntime_limit = 2.5", "run.time_limit", "ps, ns, us, ms, s"),
+    ];
+    for (extra, field, units) in cases {
+        let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, extra);
+        let (f, msg) = err_field(&doc, &dir);
+        assert_eq!(f, field, "{msg}");
+        assert!(msg.contains("needs a unit") && msg.contains(units), "{msg}");
+    }
+    let doc =
+        toml_with(&GOOD_TOPO.replace("spines = 2", "spines = 2\nhost_rate = 40"), "protocol = \"dctcp\"", INCAST, "");
+    let (f, msg) = err_field(&doc, &dir);
+    assert_eq!(f, "topology.host_rate");
+    assert!(msg.contains("needs a unit") && msg.contains("Gbps"), "{msg}");
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"\nmin_rto = 1000", INCAST, "");
+    assert_eq!(err_field(&doc, &dir).0, "transport.min_rto");
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", &INCAST.replace("\"20KB\"", "20000"), "");
+    assert_eq!(err_field(&doc, &dir).0, "workload[0].size");
+}
+
+/// Bits and bytes are never confused: "20kb" (kilobits?) is refused for a size instead of
+/// being read as 20,000 bytes; "20KB" is 20,000 bytes.
+#[test]
+fn lowercase_b_sizes_are_refused_as_bits() {
+    let dir = tmpdir();
+    for bad in ["20kb", "20Kb", "2Mb", "1500b"] {
+        let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", &INCAST.replace("20KB", bad), "");
+        let (f, msg) = err_field(&doc, &dir);
+        assert_eq!(f, "workload[0].size", "{msg}");
+        assert!(msg.contains("bits"), "{msg}");
+    }
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, "");
+    let sc = parse_scenario(&doc, Format::Toml, &dir).unwrap();
+    assert!(sc.flows().iter().all(|f| f.size.0 == 20_000));
+    let doc = toml_with(
+        &GOOD_TOPO.replace("spines = 2", "spines = 2\nhost_rate = \"10GBps\""),
+        "protocol = \"dctcp\"",
+        INCAST,
+        "",
+    );
+    let (f, msg) = err_field(&doc, &dir);
+    assert_eq!(f, "topology.host_rate");
+    assert!(msg.contains("bits per second"), "{msg}");
+}
+
+/// NaN and infinities (TOML `nan`/`inf`, JSON `NaN`/`Infinity` as Python writes them) are
+/// refused naming the field and the value, not as "required field is missing" or "null".
+#[test]
+fn non_finite_numbers_name_the_field_and_value() {
+    let dir = tmpdir();
+    let poisson = "pattern = \"poisson\"\ncdf = \"websearch\"\nload = nan\nflows = 10";
+    let (f, msg) = err_field(&toml_with(GOOD_TOPO, "protocol = \"dctcp\"", poisson, ""), &dir);
+    assert_eq!(f, "workload[0].load");
+    assert!(msg.to_lowercase().contains("nan") && msg.contains("finite"), "{msg}");
+    let (f, msg) =
+        err_field(&toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, "[network]\necn_lambda = inf"), &dir);
+    assert_eq!(f, "network.ecn_lambda");
+    assert!(msg.contains("inf"), "{msg}");
+    let (f, msg) = err_field(&toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, "[run]\ntime_limit = -inf"), &dir);
+    assert_eq!(f, "run.time_limit");
+    assert!(msg.contains("-inf"), "{msg}");
+    let json = r#"{"topology": {"kind": "single_switch", "hosts": 4},
+        "transport": {"protocol": "dctcp"},
+        "workload": [{"pattern": "poisson", "cdf": "websearch", "load": NaN, "flows": 10}]}"#;
+    let e = parse_scenario(json, Format::Json, &dir).expect_err("NaN accepted");
+    assert_eq!(e.field(), "workload[0].load");
+    assert!(e.to_string().contains("NaN"), "{e}");
+    let json = json.replace("NaN", "0.5").replace("\"hosts\": 4", "\"hosts\": 4, \"host_rate\": Infinity");
+    let e = parse_scenario(&json, Format::Json, &dir).expect_err("Infinity accepted");
+    assert_eq!(e.field(), "topology.host_rate");
+}
+
+/// `sample_interval = "1ps"` (and other sampling that cannot fit) is refused before the run
+/// by the memory estimate, naming the field; with a wider interval it is accepted.
+#[test]
+fn sampling_beyond_the_memory_limit_is_refused_before_the_run() {
+    let dir = tmpdir();
+    let doc = toml_with(
+        GOOD_TOPO,
+        "protocol = \"dctcp\"",
+        INCAST,
+        "[run]\ntime_limit = \"10ms\"\n[output]\nsample_interval = \"1ps\"",
+    );
+    let (f, msg) = err_field(&doc, &dir);
+    assert_eq!(f, "output.sample_interval");
+    assert!(msg.contains("run.memory_limit") && msg.contains("GB"), "{msg}");
+    let ok = doc.replace("\"1ps\"", "\"10us\"");
+    assert!(parse_scenario(&ok, Format::Toml, &dir).is_ok());
+    // The limit is a field: lowered, it refuses the same scenario.
+    let low = ok.replace("[run]", "[run]\nmemory_limit = \"1MB\"");
+    assert_eq!(err_field(&low, &dir).0, "output.sample_interval");
+}
+
+/// Without a time limit the number of samples is unknown: the sampler stops the run at the
+/// limit with an error naming the field, instead of growing until the process aborts. The
+/// issue's case: 1 Kbps host links (a run of about an hour of simulated time) sampled every
+/// microsecond.
+#[test]
+fn sampling_without_a_time_limit_stops_at_the_memory_limit() {
+    let dir = tmpdir();
+    let topo = GOOD_TOPO.replace("spines = 2", "spines = 2\nhost_rate = \"1Kbps\"\ncore_rate = \"1Kbps\"");
+    let doc = toml_with(
+        &topo,
+        "protocol = \"dctcp\"",
+        INCAST,
+        "[run]\nmemory_limit = \"20MB\"\n[output]\nsample_interval = \"1us\"",
+    );
+    let sc = parse_scenario(&doc, Format::Toml, &dir).unwrap();
+    let out = dcnsim_core::run(&sc, &mut |_| true);
+    let e = out.error.clone().expect("the run should stop at the sample limit");
+    assert_eq!(e.field(), "output.sample_interval");
+    assert!(e.to_string().contains("run.memory_limit"), "{e}");
+    assert_eq!(out.counters.stop_reason, dcnsim_core::output::StopReason::Error);
+    assert!(!out.counters.cut_at_limit);
+    // The samples kept fit in the limit (28 B per link row, 21 B per queue row, x2 copies).
+    let bytes = out.link_samples.t_ps.len() * 28 + out.queue_samples.t_ps.len() * 21;
+    assert!(bytes * 2 <= 20_000_000, "{bytes} B of samples");
+    assert!(bytes > 1_000_000, "the sampler ran until near the limit: {bytes} B");
+}
+
+/// A 1 Kbps host link that its transport hands far more than it can send: the NIC queue
+/// limit ends the run with an error naming the host and the field, not an abort.
+#[test]
+fn an_overfull_host_nic_ends_the_run_with_an_error() {
+    let dir = tmpdir();
+    let topo = GOOD_TOPO.replace("spines = 2", "spines = 2\nhost_rate = \"1Kbps\"");
+    let doc = toml_with(
+        &topo,
+        "protocol = \"tcp\"\ninit_cwnd = 100000",
+        &INCAST.replace("20KB", "100MB"),
+        "[run]\nnic_queue_limit = \"1MB\"",
+    );
+    let sc = parse_scenario(&doc, Format::Toml, &dir).unwrap();
+    let out = dcnsim_core::run(&sc, &mut |_| true);
+    match out.error.clone() {
+        Some(dcnsim_core::limits::RunError::NicQueue { host, bytes, limit }) => {
+            assert!((1..8).contains(&host), "a sender: {host}");
+            assert!(bytes > limit.0 && limit.0 == 1_000_000);
+        }
+        other => panic!("expected a NIC queue error, got {other:?}"),
+    }
+    let e = out.error.unwrap();
+    assert_eq!(e.field(), "run.nic_queue_limit");
+    assert!(e.to_string().contains("host"), "{e}");
+    // The same scenario with the default limit (1 GB) does not trip it.
+    let sc =
+        parse_scenario(&doc.replace("nic_queue_limit = \"1MB\"", "time_limit = \"1s\""), Format::Toml, &dir).unwrap();
+    assert!(dcnsim_core::run(&sc, &mut |_| true).error.is_none());
+}
+
+/// A trace or flow list that never ends (a device, a FIFO) is refused once it exceeds
+/// `run.input_file_limit`, naming the field, instead of being read until memory runs out.
+#[test]
+fn an_endless_trace_is_refused_at_the_input_file_limit() {
+    let dir = tmpdir();
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    for (pattern, field) in [("hpcc", "workload[0].file"), ("explicit", "workload[0].file")] {
+        let w = format!("pattern = \"{pattern}\"\nfile = \"/dev/zero\"");
+        let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", &w, "[run]\ninput_file_limit = \"1MB\"");
+        let (f, msg) = err_field(&doc, &dir);
+        assert_eq!(f, field);
+        assert!(msg.contains("run.input_file_limit"), "{msg}");
+    }
+    let w = "pattern = \"poisson\"\ncdf = \"/dev/zero\"\nload = 0.5\nflows = 10";
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", w, "[run]\ninput_file_limit = \"1MB\"");
+    let (f, msg) = err_field(&doc, &dir);
+    assert_eq!(f, "workload[0].cdf");
+    assert!(msg.contains("run.input_file_limit"), "{msg}");
+}
+
+/// A run without a time limit never reports that it stopped at its time limit: with
+/// background flows it stops once the foreground flows finished (`foreground_done`); a
+/// time-limited run that is cut says `time_limit`; a run that finishes says `done`. (A
+/// progress callback that stops the run gives `interrupted`, not `time_limit`: see
+/// `sim::tests`.)
+#[test]
+fn the_stop_reason_is_the_real_one() {
+    use dcnsim_core::output::StopReason;
+    let dir = tmpdir();
+    let with_bg = format!("{INCAST}\n\n[[workload]]\npattern = \"background\"\npairs = [[4, 5]]");
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", &with_bg, "");
+    let sc = parse_scenario(&doc, Format::Toml, &dir).unwrap();
+    let out = dcnsim_core::run(&sc, &mut |_| true);
+    assert_eq!(out.counters.stop_reason, StopReason::ForegroundDone);
+    assert!(!out.counters.cut_at_limit, "no time limit, yet reported cut at it");
+    assert!(out.flows.finish_ps[..3].iter().all(|&f| f != u64::MAX));
+
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, "[run]\ntime_limit = \"5us\"");
+    let out = dcnsim_core::run(&parse_scenario(&doc, Format::Toml, &dir).unwrap(), &mut |_| true);
+    assert_eq!(out.counters.stop_reason, StopReason::TimeLimit);
+    assert!(out.counters.cut_at_limit);
+
+    let doc = toml_with(GOOD_TOPO, "protocol = \"dctcp\"", INCAST, "");
+    let out = dcnsim_core::run(&parse_scenario(&doc, Format::Toml, &dir).unwrap(), &mut |_| true);
+    assert_eq!(out.counters.stop_reason, StopReason::Done);
+    assert!(!out.counters.cut_at_limit);
+}
+
+/// Counts the fuzzer found allocating before any check (4 billion spines; a credit queue
+/// reserved in full up front) are refused or no longer reserved: no abort.
+#[test]
+fn huge_counts_are_refused_before_allocating() {
+    let dir = tmpdir();
+    let doc = toml_with(&GOOD_TOPO.replace("spines = 2", "spines = 4294967295"), "protocol = \"dctcp\"", INCAST, "");
+    assert_eq!(err_field(&doc, &dir).0, "topology.spines");
+    let doc = toml_with(
+        GOOD_TOPO,
+        "protocol = \"expresspass\"",
+        INCAST,
+        "[network]\nqueue_policy = \"expresspass_credit\"\ncredit = { credit_queue = 4000000000 }",
+    );
+    // A huge credit queue is a legal (if odd) limit: accepted without reserving it up front.
+    assert!(parse_scenario(&doc, Format::Toml, &dir).is_ok());
+}

@@ -158,7 +158,7 @@ fn ctrl_one_way(topo: &str) -> Time {
 #[test]
 fn single_packet_flow_takes_ideal_plus_the_credit_request_round_trip() {
     for topo in [STAR, LEAF_SPINE] {
-        let sc = scenario(topo, r#"{"protocol":"expresspass","credit_size_spread":0}"#, NET);
+        let sc = scenario(topo, r#"{"protocol":"expresspass","credit_size_spread":"0B"}"#, NET);
         let dst = if topo == STAR { 1 } else { 15 };
         for size in [100u64, 1000, 1460] {
             let (out, _) = run_flows(&sc, vec![flow(0, dst, size, Time::ZERO)]);
@@ -181,7 +181,7 @@ fn single_packet_flow_takes_ideal_plus_the_credit_request_round_trip() {
 /// (95.9%), so FCT - ideal grows by ser(64 B) per packet: that is the credit share. Exact.
 #[test]
 fn flow_at_max_credit_rate_follows_the_credit_clock_exactly() {
-    let sc = scenario(STAR, r#"{"protocol":"expresspass","alpha":1,"jitter":0,"credit_size_spread":0}"#, NET);
+    let sc = scenario(STAR, r#"{"protocol":"expresspass","alpha":1,"jitter":0,"credit_size_spread":"0B"}"#, NET);
     let d = Time::us(1);
     let t = C10 * 4 + d * 4;
     for size in [1460u64 * 10, 100_000, 1_000_000] {

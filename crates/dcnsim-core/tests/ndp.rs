@@ -63,7 +63,7 @@ fn uncontended_flow_finishes_in_ideal_fct() {
         for delay in ["1us", "1.3us", "0.7us"] {
             let topo = topo.replace("DELAY", delay);
             for mtu in [9000u64, 1500] {
-                let net = format!(r#"{{"mtu":{mtu},"queue_policy":"ndp_trim"}}"#);
+                let net = format!(r#"{{"mtu":"{mtu}B","queue_policy":"ndp_trim"}}"#);
                 let sc = scenario(&topo, r#"{"protocol":"ndp"}"#, &net);
                 let mss = mtu - 40;
                 for size in [1u64, mss, 5 * mss, 100 * mss + 7, 1_000_003] {
@@ -98,7 +98,7 @@ fn incast_32_to_1_trims_never_drops_and_keeps_the_receiver_link_busy() {
     let sc = scenario(
         &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"40Gbps"}}"#, n + 1),
         r#"{"protocol":"ndp"}"#,
-        r#"{"mtu":9000,"queue_policy":"ndp_trim"}"#,
+        r#"{"mtu":"9000B","queue_policy":"ndp_trim"}"#,
     );
     // Base RTT 2 x (2 x 1 us + 9000 B and 64 B at 40G) = 7.63 us; BDP 38.1 KB = 5 packets.
     assert_eq!(bdp_window(Rate::gbps(40), sc.net_info.max_base_rtt, 9000), 5);
@@ -142,7 +142,7 @@ fn incast_guarantees_hold_whichever_packet_the_coin_trims() {
         let sc = scenario(
             &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"40Gbps"}}"#, n + 1),
             r#"{"protocol":"ndp"}"#,
-            &format!(r#"{{"mtu":9000,"queue_policy":"ndp_trim","trim":{{"tail_trim_probability":{p}}}}}"#),
+            &format!(r#"{{"mtu":"9000B","queue_policy":"ndp_trim","trim":{{"tail_trim_probability":{p}}}}}"#),
         );
         let (out, rec) = run_flows(&sc, flows.clone());
         assert_clean(&out, &flows);
@@ -169,8 +169,8 @@ const LEAF_SPINE: &str =
 fn leaf_spine(seed: u64, routing: &str) -> Scenario {
     let doc = format!(
         r#"{{"seed":{seed},"topology":{LEAF_SPINE},"transport":{{"protocol":"ndp"}},
-            "network":{{"mtu":9000,"queue_policy":"ndp_trim","routing":"{routing}"}},"output":{{"audit":true}},
-            "workload":[{{"pattern":"permutation","size":1000}}]}}"#
+            "network":{{"mtu":"9000B","queue_policy":"ndp_trim","routing":"{routing}"}},"output":{{"audit":true}},
+            "workload":[{{"pattern":"permutation","size":"1000B"}}]}}"#
     );
     parse_scenario(&doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -240,9 +240,9 @@ fn without_trimming_timeouts_repair_losses() {
     let tr = r#"{"protocol":"ndp","trimming":false,"rto":"100us"}"#;
     let flows: Vec<FlowSpec> = (0..n).map(|i| flow(i, n, 22 * MSS, Time::us(1))).collect();
     for (net, only_cause) in [
-        (r#"{"mtu":9000,"buffer":"50KB"}"#, "buffer_overflow"),
-        (r#"{"mtu":9000,"queue_policy":"ndp_trim"}"#, "buffer_overflow"),
-        (r#"{"mtu":9000,"queue_policy":"selective_drop"}"#, "selective_drop"),
+        (r#"{"mtu":"9000B","buffer":"50KB"}"#, "buffer_overflow"),
+        (r#"{"mtu":"9000B","queue_policy":"ndp_trim"}"#, "buffer_overflow"),
+        (r#"{"mtu":"9000B","queue_policy":"selective_drop"}"#, "selective_drop"),
     ] {
         let sc = scenario(&topo, tr, net);
         let (out, rec) = run_flows(&sc, flows.clone());
@@ -273,7 +273,7 @@ fn bad_ndp_settings_name_their_field() {
         (r#"{"protocol":"ndp","window":4}"#, "transport.window"),
     ] {
         let doc = format!(
-            r#"{{"topology":{LEAF_SPINE},"transport":{tr},"workload":[{{"pattern":"permutation","size":1000}}]}}"#
+            r#"{{"topology":{LEAF_SPINE},"transport":{tr},"workload":[{{"pattern":"permutation","size":"1000B"}}]}}"#
         );
         let e = parse_scenario(&doc, Format::Json, Path::new(".")).err().unwrap_or_else(|| panic!("{tr} accepted"));
         assert_eq!(e.field(), field, "{tr}: {e}");
@@ -300,8 +300,8 @@ fn aeolus_incast_recovers_every_selective_drop_without_a_timeout() {
     let bound = start.0 + Rate::gbps(100).tx_time(Bytes(n as u64 * 22 * 9000)).0;
     let mut last_finish = Vec::new();
     for (tr, net) in [
-        (r#"{"protocol":"ndp","aeolus":true}"#, r#"{"mtu":9000,"buffer":"200KB","queue_policy":"selective_drop"}"#),
-        (r#"{"protocol":"ndp"}"#, r#"{"mtu":9000,"buffer":"200KB","queue_policy":"ndp_trim"}"#),
+        (r#"{"protocol":"ndp","aeolus":true}"#, r#"{"mtu":"9000B","buffer":"200KB","queue_policy":"selective_drop"}"#),
+        (r#"{"protocol":"ndp"}"#, r#"{"mtu":"9000B","buffer":"200KB","queue_policy":"ndp_trim"}"#),
     ] {
         let sc = scenario(&topo, tr, net);
         let (out, rec) = run_flows(&sc, flows.clone());
@@ -350,7 +350,8 @@ fn aeolus_incast_recovers_every_selective_drop_without_a_timeout() {
 #[test]
 fn aeolus_uncontended_flow_finishes_in_ideal_fct() {
     let topo = r#"{"kind":"leaf_spine","leaves":3,"hosts_per_leaf":4,"spines":2,"host_rate":"100Gbps","core_rate":"100Gbps","host_delay":"0.5us","core_delay":"0.5us"}"#;
-    let sc = scenario(topo, r#"{"protocol":"ndp","aeolus":true}"#, r#"{"mtu":9000,"queue_policy":"selective_drop"}"#);
+    let sc =
+        scenario(topo, r#"{"protocol":"ndp","aeolus":true}"#, r#"{"mtu":"9000B","queue_policy":"selective_drop"}"#);
     for size in [1u64, MSS, 3 * MSS, 100 * MSS + 7, 1_000_003] {
         let flows = vec![flow(0, 11, size, Time::us(3))];
         let (out, _) = run_flows(&sc, flows.clone());

@@ -84,7 +84,7 @@ fn dctcp_long_flows_share_fairly_with_queue_near_k() {
         let sc = scenario_full(
             &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"10Gbps","host_delay":"5us"}}"#, n + 1),
             r#"{"protocol":"dctcp"}"#,
-            &format!(r#"{{"buffer":"400KB","ecn_k":{k}}}"#),
+            &format!(r#"{{"buffer":"400KB","ecn_k":"{k}B"}}"#),
             r#"{"time_limit":"60ms"}"#,
             r#"{"sample_interval":"10us","sample_ports":"switch","audit":true}"#,
         );

@@ -19,7 +19,12 @@ fn scenario(transport: &str, workload: &str) -> Scenario {
 /// The `[transport] thresholds` of the normalized scenario (scenario.json), in bytes.
 fn shown(sc: &Scenario) -> Vec<u64> {
     let v: Value = serde_json::from_str(&sc.to_json()).unwrap();
-    v["transport"]["thresholds"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+    v["transport"]["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| dcnsim_core::units::Bytes::parse(x.as_str().unwrap()).unwrap().0)
+        .collect()
 }
 
 fn packets(t: &[u64]) -> Vec<u64> {
@@ -71,9 +76,9 @@ fn other_workloads_get_the_model_written_out_and_explicit_thresholds_win() {
         assert_eq!(shown(&sc), model[..3], "{cdf}");
     }
     // Explicit thresholds win, and the normalized scenario keeps them.
-    let sc = scenario(r#"{"protocol":"pias","thresholds":[3000,9000]}"#, &poisson("datamining", 0.5));
+    let sc = scenario(r#"{"protocol":"pias","thresholds":["3000B","9000B"]}"#, &poisson("datamining", 0.5));
     assert_eq!(shown(&sc), [3000, 9000]);
-    let sc = scenario(r#"{"protocol":"ppt","thresholds":[5000]}"#, &poisson("hadoop", 0.5));
+    let sc = scenario(r#"{"protocol":"ppt","thresholds":["5000B"]}"#, &poisson("hadoop", 0.5));
     assert_eq!(shown(&sc), [5000]);
     // The normalized scenario parses back to the same thresholds.
     let sc = scenario(r#"{"protocol":"pias"}"#, &poisson("hadoop", 0.6));

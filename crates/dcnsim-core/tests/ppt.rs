@@ -60,12 +60,12 @@ fn doc(transport: &str, network: &str, workload: &str, output: &str) -> String {
 /// `[network]` for PPT's Eq. 3 thresholds on this topology, and the same HCP K everywhere
 /// for DCTCP/PIAS/RC3.
 fn networks() -> (String, String) {
-    let probe = doc(r#"{"protocol":"dctcp"}"#, "{}", r#"{"pattern":"permutation","size":1000}"#, "{}");
+    let probe = doc(r#"{"protocol":"dctcp"}"#, "{}", r#"{"pattern":"permutation","size":"1000B"}"#, "{}");
     let ni = net_info_of(&probe);
     let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
-    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let ks: Vec<String> = k.iter().map(|b| format!("\"{}B\"", b.0)).collect();
     let ppt_net = format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}],"ecn_port_classes":[4,5,6,7]}}"#, ks.join(","));
-    let dctcp_net = format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0);
+    let dctcp_net = format!(r#"{{"buffer":"120KB","ecn_k":"{}B"}}"#, k[0].0);
     (ppt_net, dctcp_net)
 }
 
@@ -94,7 +94,7 @@ fn ppt_without_network_thresholds_gets_eq3_per_class_k_and_lcp_port_marking() {
     let sc = |transport: &str, network: &str| {
         let d = format!(
             r#"{{"topology":{{"kind":"single_switch","hosts":2,"host_rate":"10Gbps","host_delay":"1us"}},
-               "transport":{transport},"network":{network},"workload":{{"pattern":"permutation","size":1000}}}}"#
+               "transport":{transport},"network":{network},"workload":{{"pattern":"permutation","size":"1000B"}}}}"#
         );
         parse_scenario(&d, Format::Json, Path::new("."))
     };
@@ -198,14 +198,14 @@ fn pias_improves_small_flows_over_dctcp() {
 fn ppt_utilizes_the_bottleneck_better_than_dctcp_two_to_one() {
     let topo = r#"{"kind":"single_switch","hosts":4,"host_rate":"10Gbps","host_delay":"9us"}"#;
     let probe = format!(
-        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
+        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":"1000B"}}}}"#
     );
     let ni = net_info_of(&probe);
     let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
-    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let ks: Vec<String> = k.iter().map(|b| format!("\"{}B\"", b.0)).collect();
     let mut res = Vec::new();
     for (proto, net) in [
-        ("dctcp", format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0)),
+        ("dctcp", format!(r#"{{"buffer":"120KB","ecn_k":"{}B"}}"#, k[0].0)),
         ("ppt", format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}],"ecn_port_classes":[4,5,6,7]}}"#, ks.join(","))),
     ] {
         // Load 0.125 over 4 hosts = load 0.5 of one host link; all flows go 0/1 -> 2.
@@ -412,17 +412,17 @@ fn two_to_one_on(
     seed: u64,
 ) -> TwoToOne {
     let probe = format!(
-        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":1000}}}}"#
+        r#"{{"seed":3,"topology":{topo},"transport":{{"protocol":"dctcp"}},"workload":{{"pattern":"permutation","size":"1000B"}}}}"#
     );
     let ni = net_info_of(&probe);
     let k = ppt::recommended_ecn_k(&ni, ppt::LAMBDA_HCP, ppt::LAMBDA_LCP);
-    let ks: Vec<String> = k.iter().map(|b| b.0.to_string()).collect();
+    let ks: Vec<String> = k.iter().map(|b| format!("\"{}B\"", b.0)).collect();
     let net = if let Some(n) = net {
         n.to_string()
     } else if proto == "ppt" {
         format!(r#"{{"buffer":"120KB","ecn_k_per_queue":[{}],"ecn_port_classes":[4,5,6,7]}}"#, ks.join(","))
     } else {
-        format!(r#"{{"buffer":"120KB","ecn_k":{}}}"#, k[0].0)
+        format!(r#"{{"buffer":"120KB","ecn_k":"{}B"}}"#, k[0].0)
     };
     let d = format!(
         r#"{{"seed":{seed},"topology":{topo},"transport":{{"protocol":"{proto}"{transport_extra}}},"network":{net},

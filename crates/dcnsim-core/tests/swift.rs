@@ -65,7 +65,7 @@ fn two_long_swift_flows_share_fairly_with_delay_near_target() {
     let target = base + queueing;
     let sc = scenario_full(
         topo,
-        &format!(r#"{{"protocol":"swift","base_target":{},"flow_scaling":false}}"#, target.0),
+        &format!(r#"{{"protocol":"swift","base_target":"{}ps","flow_scaling":false}}"#, target.0),
         r#"{"buffer":"1MB"}"#,
         r#"{"time_limit":"40ms"}"#,
         r#"{"sample_interval":"10us","sample_ports":"switch","audit":true}"#,

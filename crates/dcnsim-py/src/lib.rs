@@ -13,9 +13,10 @@
 //! Result columns are handed over as `(dtype, bytes)` pairs, little-endian, so the
 //! Python side wraps them with `numpy.frombuffer` without per-element conversion;
 //! string columns come as lists of `str`. Scenario errors are raised as
-//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass); a run that
-//! cannot finish within the scenario's limits (`run.max_live_packets`) raises
-//! `dcnsim.errors.RunError(field, message)` (a `RuntimeError` subclass).
+//! `dcnsim.errors.ScenarioError(field, message)` (a `ValueError` subclass); a run that a
+//! resource limit ends early (`run.max_live_packets`, `run.nic_queue_limit`, the sampler's
+//! share of `run.memory_limit`) raises `dcnsim.errors.RunError(field, message)`, a subclass of
+//! both `ScenarioError` and `RuntimeError`: no results are returned.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -92,6 +93,12 @@ fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
         Some(rest) if !field.is_empty() => rest.to_string(),
         _ => full.clone(),
     };
+    field_error(py, field, message)
+}
+
+/// `dcnsim.errors.ScenarioError(field, message)` (a plain `ValueError` if the class cannot be
+/// imported).
+fn field_error(py: Python<'_>, field: String, message: String) -> PyErr {
     let made = py
         .import("dcnsim.errors")
         .and_then(|m| m.getattr("ScenarioError"))
@@ -105,7 +112,8 @@ fn scenario_error(py: Python<'_>, err: &ScenarioError) -> PyErr {
 /// Turn a core run error into `dcnsim.errors.RunError(field, message)`, falling back to a
 /// plain `RuntimeError` if the Python class cannot be imported.
 fn run_error(py: Python<'_>, err: &RunError) -> PyErr {
-    let (field, message) = (err.field(), err.to_string());
+    let (field, full) = (err.field(), err.to_string());
+    let message = full.strip_prefix(&format!("{field}: ")).unwrap_or(&full).to_string();
     let made =
         py.import("dcnsim.errors").and_then(|m| m.getattr("RunError")).and_then(|cls| cls.call1((field, &message)));
     match made {
@@ -268,6 +276,7 @@ fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDi
     d.set_item("trims", c.trims)?;
     d.set_item("sim_end_ps", c.sim_end_ps)?;
     d.set_item("cut_at_limit", c.cut_at_limit)?;
+    d.set_item("stop_reason", c.stop_reason.as_str())?;
     d.set_item("packets_left", c.packets_left)?;
     d.set_item("wall_s", c.wall_s)?;
     d.set_item("peak_live_packets", c.peak_live_packets)?;

@@ -33,9 +33,9 @@ const NET: &str = r#"{
   "seed": 42,
   "topology": {"kind": "fat_tree", "k": 8, "host_rate": "100Gbps", "core_rate": "100Gbps",
                "host_delay": "1us", "core_delay": "1us"},
-  "network": {"mtu": 1500, "buffer": "150KB", "ecn_k": 22500},
+  "network": {"mtu": "1500B", "buffer": "150KB", "ecn_k": "22500B"},
   "transport": {"protocol": "dctcp"},
-  "workload": [{"pattern": "permutation", "shift": 64, "size": 2000000}]
+  "workload": [{"pattern": "permutation", "shift": 64, "size": "2000000B"}]
 }"#;
 
 /// A uniformly random ordered pair of distinct hosts of the 128.

@@ -119,7 +119,7 @@ impl CreditLimit {
             q: ClassQueues::new(classes),
             buffer: buffer.0,
             ecn: EcnMarker::new(ecn_k, ecn_per_port),
-            credits: VecDeque::with_capacity(cfg.credit_queue as usize + 1),
+            credits: VecDeque::with_capacity((cfg.credit_queue as usize).saturating_add(1).min(64)),
             credit_bytes: 0,
             interval,
             capacity: cfg.credit_queue as u64,

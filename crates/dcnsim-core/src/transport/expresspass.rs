@@ -1705,7 +1705,7 @@ mod tests {
         // A long flow; jitter and size spread off; update period fixed at 20 us; the data of
         // each credit arrives 5 us after the credit is sent; every odd-numbered credit is lost.
         let fl = flows(&[(0, 1, 100_000_000)]);
-        let cfg = json!({"jitter": 0, "credit_size_spread": 0, "update_period": "20us"});
+        let cfg = json!({"jitter": 0, "credit_size_spread": "0B", "update_period": "20us"});
         let mut p = xp(cfg.clone());
         let credits = drive(&mut p, &fl, Time::us(80), Time::us(5), |s| s % 2 == 1);
         let gap = |rate: f64| Time((GAP.0 as f64 / rate).round() as u64);
@@ -2252,7 +2252,7 @@ mod tests {
         assert_eq!(err(json!({"w_init": 0.7})).field(), "transport.w_init");
         assert_eq!(err(json!({"target_loss": 1.0})).field(), "transport.target_loss");
         assert_eq!(err(json!({"jitter": -0.1})).field(), "transport.jitter");
-        assert_eq!(err(json!({"credit_size_spread": 64})).field(), "transport.credit_size_spread");
+        assert_eq!(err(json!({"credit_size_spread": "64B"})).field(), "transport.credit_size_spread");
         assert_eq!(err(json!({"update_period": 0})).field(), "transport.update_period");
         assert_eq!(err(json!({"data_prio": 8})).field(), "transport.data_prio");
         assert_eq!(err(json!({"update_period": "x"})).field(), "transport.update_period");

@@ -1603,10 +1603,10 @@ mod tests {
         // unscheduled level, 7 scheduled, overcommitment 7; no cutoffs.
         let mut n = net();
         n.size_cdf = Some(cdf.clone());
-        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000})).unwrap().resolve(&n).unwrap();
+        let p = HomaConfig::parse(&json!({"rtt_bytes": "10000B"})).unwrap().resolve(&n).unwrap();
         assert_eq!((p.unsched_prios, p.sched_prios, p.overcommitment, p.from_cdf), (1, 7, 7, true));
         // Four unscheduled levels asked for: the cutoffs above, and each message's class.
-        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000, "unsched_prios": 4})).unwrap().resolve(&n).unwrap();
+        let p = HomaConfig::parse(&json!({"rtt_bytes": "10000B", "unsched_prios": 4})).unwrap().resolve(&n).unwrap();
         assert_eq!(p.cutoffs, vec![3000, 20_000, 1_000_000]);
         assert_eq!(p.sched_prios, 4);
         let classes: Vec<u8> =
@@ -1615,7 +1615,7 @@ mod tests {
         // A workload whose bytes are mostly unscheduled gets most levels for them: 75% of
         // messages 1 KB, 25% 2 KB (all unscheduled) -> f = 1 -> 7 unscheduled levels.
         n.size_cdf = Some(vec![(1000, 0.75), (2000, 1.0)]);
-        let p = HomaConfig::parse(&json!({"rtt_bytes": 10_000})).unwrap().resolve(&n).unwrap();
+        let p = HomaConfig::parse(&json!({"rtt_bytes": "10000B"})).unwrap().resolve(&n).unwrap();
         assert_eq!((p.unsched_prios, p.sched_prios), (7, 1));
     }
 
@@ -1932,7 +1932,7 @@ mod tests {
     #[test]
     fn fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via_resend() {
         let fl = flows(&[(0, 1, 4200)]);
-        let mut h = homa(json!({"aeolus": true, "rtt_bytes": 4000, "resend_timeout": "100us"}));
+        let mut h = homa(json!({"aeolus": true, "rtt_bytes": "4000B", "resend_timeout": "100us"}));
         assert_eq!((h.params().unsched_packets(4200), h.params().unsched_bytes(4200)), (3, 4200));
         let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
         let mut sent = a.sends.clone();
@@ -2121,7 +2121,7 @@ mod tests {
         one.priorities = 1;
         let p = Homa::from_config(&serde_json::Value::Null, &one).unwrap().params().clone();
         assert_eq!((p.unsched_prio(100), p.sched_prio(0, 3), p.sched_prio(2, 3)), (0, 0, 0));
-        let p = Homa::from_config(&json!({"unsched_prios": 3, "unsched_cutoffs": [1000, "5KB"]}), &net()).unwrap();
+        let p = Homa::from_config(&json!({"unsched_prios": 3, "unsched_cutoffs": ["1000B", "5KB"]}), &net()).unwrap();
         assert_eq!(p.params().cutoffs, vec![1000, 5000]);
     }
 }

@@ -211,7 +211,10 @@ impl Pias {
         let (own, _) = split_table(cfg, "pias", Self::FIELDS)?;
         let mut d = Derived::default();
         if own.get("thresholds").is_none() {
-            d.transport.insert("thresholds".into(), serde_json::json!(default_thresholds(net)));
+            d.transport.insert(
+                "thresholds".into(),
+                serde_json::json!(default_thresholds(net).into_iter().map(Bytes).collect::<Vec<_>>()),
+            );
         }
         Ok(d)
     }
@@ -313,7 +316,7 @@ mod tests {
 
     #[test]
     fn demotes_exactly_at_the_thresholds_and_acks_ride_class_0() {
-        let mut p = Pias::from_config(&json!({"thresholds": [2920, 5840, "8760B"]}), &net()).unwrap();
+        let mut p = Pias::from_config(&json!({"thresholds": ["2920B", "5840B", "8760B"]}), &net()).unwrap();
         let data = run(&mut p, 20 * 1460);
         let prios: Vec<u8> = data.iter().map(|d| d.prio).collect();
         // 2 packets (2920 B) in class 0, 2 in class 1, 2 in class 2, the rest in class 3.
@@ -373,7 +376,7 @@ mod tests {
         // The model's set is what PIAS uses; explicit thresholds win.
         let n = net_with(8, cdf.clone(), Some("hadoop"), Some(0.3));
         assert_eq!(Pias::from_config(&serde_json::Value::Null, &n).unwrap().thresholds(), model(8, 0.3));
-        let p = Pias::from_config(&json!({"thresholds": [1000, 2000]}), &n).unwrap();
+        let p = Pias::from_config(&json!({"thresholds": ["1000B", "2000B"]}), &n).unwrap();
         assert_eq!(p.thresholds(), [1000, 2000]);
     }
 
@@ -392,9 +395,11 @@ mod tests {
 
     #[test]
     fn config_errors_name_the_field() {
-        let e = Pias::from_config(&json!({"thresholds": [10, 5]}), &net()).err().unwrap();
+        let e = Pias::from_config(&json!({"thresholds": ["10B", "5B"]}), &net()).err().unwrap();
         assert_eq!(e.field(), "transport.thresholds[1]");
-        let e = Pias::from_config(&json!({"thresholds": [1, 2, 3, 4, 5, 6, 7, 8]}), &net()).err().unwrap();
+        let e = Pias::from_config(&json!({"thresholds": ["1B", "2B", "3B", "4B", "5B", "6B", "7B", "8B"]}), &net())
+            .err()
+            .unwrap();
         assert_eq!(e.field(), "transport.thresholds");
         let e = Pias::from_config(&json!({"min_rto": 0}), &net()).err().unwrap();
         assert_eq!(e.field(), "transport.min_rto");

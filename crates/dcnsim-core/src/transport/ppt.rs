@@ -522,7 +522,10 @@ impl Ppt {
         let half = (classes / 2).max(1);
         let mut transport = serde_json::Map::new();
         if own.get("thresholds").is_none() {
-            transport.insert("thresholds".into(), serde_json::json!(Self::default_thresholds(net)));
+            transport.insert(
+                "thresholds".into(),
+                serde_json::json!(Self::default_thresholds(net).into_iter().map(Bytes).collect::<Vec<_>>()),
+            );
         }
         Ok(crate::transport::registry::Derived {
             transport,
@@ -1222,7 +1225,8 @@ mod tests {
         let top = s.iter().filter(|p| p.kind == KIND_LP_DATA).map(|p| p.seq + p.payload as u64).max().unwrap();
         assert_eq!(top, (64_000 / MSS) * MSS);
         // Demotion in step: thresholds [4 pkts, 8 pkts, 12 pkts] of bytes sent by both loops.
-        let cfg = json!({"identification": false, "thresholds": [4 * MSS, 8 * MSS, 12 * MSS], "init_cwnd": 2});
+        let th: Vec<Bytes> = [4, 8, 12].iter().map(|k| Bytes(k * MSS)).collect();
+        let cfg = json!({"identification": false, "thresholds": th, "init_cwnd": 2});
         let mut h = H::new(cfg, flow(100 * MSS, 40));
         h.start();
         let mut guard = 0;
@@ -1536,7 +1540,7 @@ mod tests {
     #[test]
     fn config_errors_name_the_field() {
         let e = |v| Ppt::from_config(&v, &net()).err().unwrap().field();
-        assert_eq!(e(json!({"thresholds": [1, 2, 3, 4]})), "transport.thresholds");
+        assert_eq!(e(json!({"thresholds": ["1B", "2B", "3B", "4B"]})), "transport.thresholds");
         assert_eq!(e(json!({"alpha_window": 33})), "transport.alpha_window");
         assert_eq!(e(json!({"ewd": "yes"})), "transport.ewd");
         assert_eq!(e(json!({"lcp_idle_rtts": 0})), "transport.lcp_idle_rtts");

@@ -514,20 +514,16 @@ struct TimeVisitor;
 impl<'de> Visitor<'de> for TimeVisitor {
     type Value = Time;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a time: picoseconds as a number, or a string such as \"200us\" or \"1ms\"")
+        f.write_str("a time: a string with a unit such as \"200us\" or \"1ms\"")
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Time, E> {
-        Ok(Time(v))
+        Err(E::custom(crate::units::bare_number_error(v, "time")))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Time, E> {
-        u64::try_from(v).map(Time).map_err(|_| E::custom(format!("time {v} is negative")))
+        Err(E::custom(crate::units::bare_number_error(v, "time")))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Time, E> {
-        if v.is_finite() && v >= 0.0 && v <= u64::MAX as f64 {
-            Ok(Time(v.round() as u64))
-        } else {
-            Err(E::custom(format!("time {v} is out of range")))
-        }
+        Err(E::custom(crate::units::bare_number_error(v, "time")))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Time, E> {
         Time::parse(v).map_err(E::custom)
@@ -2631,7 +2627,7 @@ mod tests {
         assert_eq!(t.name(), "tcp");
 
         let t = Tcp::from_config(
-            &json!({"min_rto": "200us", "max_rto": 5_000_000_000u64, "initial_rto": "3ms",
+            &json!({"min_rto": "200us", "max_rto": "5ms", "initial_rto": "3ms",
                     "max_cwnd": "64KB", "ssthresh": 20, "delayed_ack_timeout": "1.5us", "g": 0.125}),
             &net(),
             true,

@@ -90,6 +90,8 @@ pub enum WorkloadError {
     Cdf { field: String, file: String, line: Option<usize>, problem: CdfProblem },
     /// A flow-list file cannot be read.
     FileRead { field: String, file: String, reason: String },
+    /// An input file (flow list or CDF) is longer than `run.input_file_limit`, or endless.
+    FileTooLarge { field: String, file: String, limit: u64 },
     /// A flow-list file is malformed or names hosts that do not exist.
     FlowFile { field: String, file: String, line: usize, problem: FlowFileProblem },
 }
@@ -115,6 +117,7 @@ impl WorkloadError {
             | CdfNotFound { field, .. }
             | Cdf { field, .. }
             | FileRead { field, .. }
+            | FileTooLarge { field, .. }
             | FlowFile { field, .. } => field.clone(),
         }
     }
@@ -230,6 +233,10 @@ impl fmt::Display for WorkloadError {
             FileRead { field, file, reason } => write!(
                 f,
                 "{field}: cannot read {file} ({reason}); give a path relative to the scenario file"
+            ),
+            FileTooLarge { field, file, limit } => write!(
+                f,
+                "{field}: {file} holds more than run.input_file_limit = {limit} bytes (or never ends, as a FIFO or device may); point to a regular file, or raise run.input_file_limit"
             ),
             FlowFile { field, file, line, problem } => write!(f, "{field}: {file} line {line}: {problem}"),
         }

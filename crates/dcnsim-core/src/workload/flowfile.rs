@@ -97,7 +97,7 @@ pub(crate) fn parse_csv(text: &str, unit_ps: u64, num_hosts: u32) -> Result<Vec<
                 Col::Src => f.src = host(cell, line, "src", num_hosts)?,
                 Col::Dst => f.dst = host(cell, line, "dst", num_hosts)?,
                 Col::Size => {
-                    f.size = Bytes::parse(cell).map_err(|e| syntax(line, format!("size '{cell}': {e}")))?;
+                    f.size = Bytes::parse_or_bytes(cell).map_err(|e| syntax(line, format!("size '{cell}': {e}")))?;
                     if f.size.0 == 0 {
                         return Err((line, FlowFileProblem::ZeroSize));
                     }

@@ -31,9 +31,10 @@
 pub mod builtin;
 pub mod cdf;
 mod error;
-mod flowfile;
+pub(crate) mod flowfile;
 mod patterns;
 mod raw;
+pub mod read;
 mod sizes;
 
 pub use builtin::{ShippedCdf, SHIPPED};
@@ -69,7 +70,12 @@ pub struct WorkloadEnv {
     pub racks: Vec<Vec<u32>>,
     /// Directory relative paths in the scenario are resolved against.
     pub base_dir: PathBuf,
+    /// Most bytes an input file (flow list, CDF) may hold (`run.input_file_limit`).
+    pub file_limit: u64,
 }
+
+/// `run.input_file_limit` when the scenario does not give it: 1 GB.
+pub const DEFAULT_INPUT_FILE_LIMIT: u64 = 1_000_000_000;
 
 pub type RawWorkload = serde_json::Value;
 
@@ -118,7 +124,7 @@ impl Workload {
     }
 
     /// The normalized workload: an array with one table per component, every default filled
-    /// in (times in ps, sizes in bytes). Each table also has a `derived` sub-table (mean
+    /// in (times, sizes and rates as strings with their unit). Each table also has a `derived` sub-table (mean
     /// flow size, arrival rate, ...) that is informational: [`build`] ignores it, and the
     /// array is a valid input that generates the same flows.
     pub fn describe(&self) -> serde_json::Value {
@@ -192,6 +198,18 @@ impl Workload {
         WorkloadFacts { shipped_cdf: shipped.flatten(), load }
     }
 
+    /// The number of flows the workload is expected to generate (background flows left out):
+    /// the memory estimate's flow count (`limits::estimate`).
+    pub fn expected_flows(&self) -> f64 {
+        self.components
+            .iter()
+            .map(|c| match c.size_mix() {
+                patterns::SizeMix::Known(_, w) if w.is_finite() && w > 0.0 => w,
+                _ => 0.0,
+            })
+            .sum()
+    }
+
     /// Number of components.
     pub fn len(&self) -> usize {
         self.components.len()
@@ -214,6 +232,7 @@ mod tests {
             host_rates: vec![Rate::gbps(100); n as usize],
             racks: (0..n).collect::<Vec<_>>().chunks(4).map(|c| c.to_vec()).collect(),
             base_dir: scratch_dir(),
+            file_limit: DEFAULT_INPUT_FILE_LIMIT,
         }
     }
 
@@ -243,7 +262,7 @@ mod tests {
         let e = env(16);
         let w = build(
             json!([
-                {"pattern": "poisson", "load": 0.3, "size": 1000, "flows": 300},
+                {"pattern": "poisson", "load": 0.3, "size": "1000B", "flows": 300},
                 {"pattern": "incast", "receiver": 0, "senders": 4, "rounds": 25, "round_interval": "10us", "size": "5KB"},
                 {"pattern": "background", "pairs": [[0, 1]]}
             ])
@@ -328,7 +347,7 @@ mod tests {
             ])),
             f(None, Some(0.4))
         );
-        assert_eq!(facts(json!([{"pattern": "permutation", "uniform": {"min": 1, "max": 9}}])), f(None, None));
+        assert_eq!(facts(json!([{"pattern": "permutation", "uniform": {"min": "1B", "max": "9B"}}])), f(None, None));
         assert_eq!(facts(json!([{"pattern": "background", "count": 2}])), f(None, None));
     }
 
@@ -340,7 +359,7 @@ mod tests {
         let lambda = 0.5 * 16.0 * 100e9 / (8.0 * mean);
         let secs = 200_000.0 / lambda;
         let dur = Time::from_secs_f64(secs);
-        let flows = gen(json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "duration": dur.0}]), &e, 7);
+        let flows = gen(json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "duration": dur}]), &e, 7);
         let bytes: f64 = flows.iter().map(|f| f.size.0 as f64).sum();
         let offered = bytes * 8.0 / (dur.as_secs_f64() * 16.0 * 100e9);
         assert!((offered - 0.5).abs() / 0.5 < 0.03, "offered load {offered}");
@@ -402,7 +421,7 @@ mod tests {
         let dur = Time::from_secs_f64(50_000.0 / lambda);
         let flows = gen(
             json!([{"pattern": "poisson", "load": 0.5, "cdf": "websearch", "hosts": [0, 1, 2],
-                    "receivers": [2], "duration": dur.0}]),
+                    "receivers": [2], "duration": dur}]),
             &e,
             5,
         );
@@ -540,7 +559,7 @@ mod tests {
     fn left_right_sends_across_at_the_senders_load() {
         let e = env(16);
         let flows = gen(
-            json!([{"pattern": "left_right", "load": 0.4, "uniform": {"min": 1000, "max": 99000}, "duration": "20ms"}]),
+            json!([{"pattern": "left_right", "load": 0.4, "uniform": {"min": "1000B", "max": "99000B"}, "duration": "20ms"}]),
             &e,
             5,
         );
@@ -549,8 +568,11 @@ mod tests {
         let offered = bytes * 8.0 / (0.02 * 8.0 * 100e9);
         assert!((offered - 0.4).abs() < 0.02, "{offered} over {} flows", flows.len());
         // By racks (4 racks of 4 hosts): racks 0-1 send to racks 2-3.
-        let flows =
-            gen(json!([{"pattern": "left_right", "load": 0.2, "split": "racks", "size": 1000, "flows": 500}]), &e, 5);
+        let flows = gen(
+            json!([{"pattern": "left_right", "load": 0.2, "split": "racks", "size": "1000B", "flows": 500}]),
+            &e,
+            5,
+        );
         assert!(flows.iter().all(|f| f.src < 8 && f.dst >= 8));
     }
 
@@ -591,7 +613,7 @@ mod tests {
         let flows = gen(
             json!([
                 {"pattern": "background", "pairs": [[7, 6]]},
-                {"pattern": "permutation", "shift": 1, "size": 100},
+                {"pattern": "permutation", "shift": 1, "size": "100B"},
                 {"pattern": "incast", "receiver": 0, "senders": [1, 2], "start": "1us"},
             ]),
             &e,
@@ -620,7 +642,7 @@ mod tests {
         assert_ne!(a, c);
         // Appending a component leaves the earlier components' flows unchanged.
         let mut more = tables.as_array().unwrap().clone();
-        more.push(json!({"pattern": "permutation", "size": 5}));
+        more.push(json!({"pattern": "permutation", "size": "5B"}));
         let d = gen(Value::Array(more), &e, 42);
         let without: Vec<FlowSpec> = d.into_iter().filter(|f| f.size != Bytes(5)).collect();
         assert_eq!(a.iter().filter(|f| f.size != Bytes(5)).cloned().collect::<Vec<_>>(), without);
@@ -635,7 +657,7 @@ mod tests {
             {"pattern": "poisson", "load": 0.5, "cdf": cdf, "cdf_unit": "packets", "duration": "1ms"},
             {"pattern": "left_right", "load": 0.1, "size": "1KB", "flows": 10, "split": "racks"},
             {"pattern": "incast", "receiver": 1, "senders": 4},
-            {"pattern": "permutation", "uniform": {"min": 1, "max": 10}},
+            {"pattern": "permutation", "uniform": {"min": "1B", "max": "10B"}},
             {"pattern": "background", "count": 2},
             {"pattern": "explicit", "file": write("rt.csv", "src,dst,size,start\n0,1,1,1\n")},
             {"pattern": "hpcc", "file": write("rt.txt", "1\n0 1 3 100 10 0\n")},
@@ -647,14 +669,14 @@ mod tests {
         assert_eq!(arr[0]["cdf"], "websearch");
         assert_eq!(arr[0]["cdf_reading"], "linear");
         assert_eq!(arr[0]["hosts"], "all");
-        assert_eq!(arr[0]["start"], 0);
+        assert_eq!(arr[0]["start"], "0ps");
         assert_eq!(arr[0]["duration"], Value::Null);
         assert!((arr[0]["derived"]["mean_size_bytes"].as_f64().unwrap() - 1.711e6).abs() < 0.01e6);
         assert_eq!(arr[1]["cdf_format"], "ns2");
-        assert_eq!(arr[1]["cdf_packet_size"], 1460);
-        assert_eq!(arr[3]["size"], 64_000);
+        assert_eq!(arr[1]["cdf_packet_size"], "1460B");
+        assert_eq!(arr[3]["size"], "64KB");
         assert_eq!(arr[3]["rounds"], 1);
-        assert_eq!(arr[5]["size"], u64::MAX / 4);
+        assert_eq!(arr[5]["size"], format!("{}B", u64::MAX / 4));
         assert_eq!(arr[6]["time_unit"], "us");
         let stripped: Vec<Value> = arr
             .iter()
@@ -694,7 +716,7 @@ mod tests {
                     t[k] = v.clone();
                 }
             }
-            json!([{"pattern": "permutation", "size": 1}, t])
+            json!([{"pattern": "permutation", "size": "1B"}, t])
         };
         assert!(build(ok(json!({})).as_array().unwrap(), &e).is_ok());
 
@@ -804,7 +826,7 @@ mod tests {
             &e,
         );
         assert!(matches!(x, WorkloadError::Conflict { .. }));
-        let x = err(json!([{"pattern": "permutation", "shift": 8, "size": 1}]), &e);
+        let x = err(json!([{"pattern": "permutation", "shift": 8, "size": "1B"}]), &e);
         assert_eq!(x.field(), "workload[0].shift");
         let x = err(json!([{"pattern": "permutation"}]), &e);
         assert_eq!(x.field(), "workload[0].cdf");
@@ -812,7 +834,7 @@ mod tests {
         assert_eq!(x.field(), "workload[0].pairs[1]");
         let x = err(json!([{"pattern": "background", "count": 57}]), &e);
         assert_eq!(x.field(), "workload[0].count");
-        let x = err(json!([{"pattern": "left_right", "load": 0.5, "size": 1, "flows": 1, "split": "racks"}]), &{
+        let x = err(json!([{"pattern": "left_right", "load": 0.5, "size": "1B", "flows": 1, "split": "racks"}]), &{
             let mut one = env(8);
             one.racks = vec![(0..8).collect()];
             one

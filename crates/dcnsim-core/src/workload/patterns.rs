@@ -130,7 +130,7 @@ fn draw_deadline(d: Option<(Time, Time)>, rng: &mut Rng) -> Option<Time> {
 }
 
 fn deadline_json(d: Option<(Time, Time)>) -> Value {
-    d.map_or(Value::Null, |(lo, hi)| json!({"min": lo.0, "max": hi.0}))
+    d.map_or(Value::Null, |(lo, hi)| json!({"min": lo, "max": hi}))
 }
 
 fn hosts_json(all: bool, hosts: &[u32]) -> Value {
@@ -253,8 +253,8 @@ impl Arrivals {
 
     fn describe(&self, table: &mut Map<String, Value>, derived: &mut Map<String, Value>) {
         table.insert("flows".into(), json!(self.flows));
-        table.insert("duration".into(), json!(self.duration.map(|d| d.0)));
-        table.insert("start".into(), json!(self.start.0));
+        table.insert("duration".into(), json!(self.duration));
+        table.insert("start".into(), json!(self.start));
         table.insert("deadline".into(), deadline_json(self.deadline));
         self.sizes.describe(table, derived);
         derived.insert("arrival_rate_per_s".into(), json!(self.lambda));
@@ -614,15 +614,15 @@ impl Incast {
         t.insert("rounds".into(), json!(self.rounds));
         match self.spacing {
             Some(Spacing::Interval(iv)) => {
-                t.insert("round_interval".into(), json!(iv.0));
+                t.insert("round_interval".into(), json!(iv));
             }
             Some(Spacing::Poisson(rate)) => {
                 t.insert("rounds_per_second".into(), json!(rate));
             }
             None => {}
         }
-        t.insert("start".into(), json!(self.start.0));
-        t.insert("jitter".into(), json!(self.jitter.0));
+        t.insert("start".into(), json!(self.start));
+        t.insert("jitter".into(), json!(self.jitter));
         t.insert("deadline".into(), deadline_json(self.deadline));
         self.sizes.describe(&mut t, &mut d);
         d.insert("senders_chosen_per_round".into(), json!(matches!(self.senders, Senders::Random { .. })));
@@ -707,7 +707,7 @@ impl Permutation {
         t.insert("pattern".into(), json!("permutation"));
         t.insert("hosts".into(), hosts_json(self.all_hosts, &self.hosts));
         t.insert("shift".into(), json!(self.shift));
-        t.insert("start".into(), json!(self.start.0));
+        t.insert("start".into(), json!(self.start));
         t.insert("deadline".into(), deadline_json(self.deadline));
         self.sizes.describe(&mut t, &mut d);
         t.insert("derived".into(), Value::Object(d));
@@ -869,8 +869,8 @@ impl Background {
                 t.insert("hosts".into(), hosts_json(*all_hosts, hosts));
             }
         }
-        t.insert("size".into(), json!(self.size.0));
-        t.insert("start".into(), json!(self.start.0));
+        t.insert("size".into(), json!(self.size));
+        t.insert("start".into(), json!(self.start));
         t.insert("derived".into(), json!({"endless": self.size == DEFAULT_BACKGROUND_SIZE}));
         Value::Object(t)
     }
@@ -901,10 +901,11 @@ impl FlowList {
         let given = file.ok_or_else(|| ctx.missing("file", hint))?;
         let resolved = ctx.env.base_dir.join(&given);
         let display = resolved.display().to_string();
-        let text = std::fs::read_to_string(&resolved).map_err(|e| WorkloadError::FileRead {
-            field: ctx.field("file"),
-            file: display.clone(),
-            reason: e.to_string(),
+        let text = super::read::read_file_capped(&resolved, ctx.env.file_limit).map_err(|e| match e {
+            super::read::ReadProblem::TooLarge { limit } => {
+                WorkloadError::FileTooLarge { field: ctx.field("file"), file: display.clone(), limit }
+            }
+            e => WorkloadError::FileRead { field: ctx.field("file"), file: display.clone(), reason: e.to_string() },
         })?;
         let parsed = match format {
             ListFormat::Csv(unit) => flowfile::parse_csv(&text, unit.picoseconds(), ctx.env.num_hosts),

@@ -324,9 +324,9 @@ pub(crate) fn expected_form(field: &str) -> &'static str {
         "load" => "a number strictly between 0 and 1, e.g. load = 0.5",
         "flows" | "rounds" | "count" => "a positive whole number",
         "duration" | "start" | "jitter" | "round_interval" => {
-            "a time: a string such as \"10ms\" or \"1.5us\", or a whole number of picoseconds"
+            "a time: a string with a unit such as \"10ms\" or \"1.5us\""
         }
-        "size" | "cdf_packet_size" => "a size: a string such as \"64KB\" or a number of bytes",
+        "size" | "cdf_packet_size" => "a size: a string with a unit such as \"64KB\" or \"1500B\"",
         "uniform" => "a table {min = \"2KB\", max = \"198KB\"}",
         "deadline" => {
             "a table {min = \"1ms\", max = \"5ms\"} (uniform) or a time such as \"10ms\" (fixed), relative to the flow's start"
@@ -417,7 +417,7 @@ mod tests {
 
     #[test]
     fn values_accept_numbers_and_strings() {
-        let t = json!({"senders": 4, "size": "64KB", "start": 1000, "round_interval": "10us"});
+        let t = json!({"senders": 4, "size": "64KB", "start": "1000ps", "round_interval": "10us"});
         let r: RawIncast = parse_table(t.as_object().unwrap(), "w", "incast").unwrap();
         assert!(matches!(r.senders, Some(SendersVal::Count(4))));
         assert_eq!(r.size, Some(Bytes(64_000)));

@@ -130,11 +130,16 @@ impl SizeDist {
             return Ok(SizeDist::Cdf { cdf, source: CdfSource::Shipped(shipped) });
         }
         let resolved = env.base_dir.join(&name);
-        let text = std::fs::read_to_string(&resolved).map_err(|e| WorkloadError::CdfNotFound {
-            field: field(prefix, "cdf"),
-            name: name.clone(),
-            path: resolved.display().to_string(),
-            reason: e.to_string(),
+        let text = super::read::read_file_capped(&resolved, env.file_limit).map_err(|e| match e {
+            super::read::ReadProblem::TooLarge { limit } => {
+                WorkloadError::FileTooLarge { field: field(prefix, "cdf"), file: resolved.display().to_string(), limit }
+            }
+            e => WorkloadError::CdfNotFound {
+                field: field(prefix, "cdf"),
+                name: name.clone(),
+                path: resolved.display().to_string(),
+                reason: e.to_string(),
+            },
         })?;
         if f.cdf_packet_size == Some(Bytes(0)) {
             return Err(WorkloadError::OutOfRange {
@@ -214,10 +219,10 @@ impl SizeDist {
     pub fn describe(&self, table: &mut Map<String, Value>, derived: &mut Map<String, Value>) {
         match self {
             SizeDist::Fixed(b) => {
-                table.insert("size".into(), json!(b.0));
+                table.insert("size".into(), json!(b));
             }
             SizeDist::Uniform { min, max } => {
-                table.insert("uniform".into(), json!({"min": min.0, "max": max.0}));
+                table.insert("uniform".into(), json!({"min": min, "max": max}));
             }
             SizeDist::Cdf { cdf, source } => {
                 table.insert("cdf_reading".into(), json!(cdf.reading().as_str()));
@@ -231,7 +236,7 @@ impl SizeDist {
                         table.insert("cdf".into(), json!(given));
                         table.insert("cdf_format".into(), json!(cdf.format().as_str()));
                         table.insert("cdf_unit".into(), json!(cdf.unit().as_str()));
-                        table.insert("cdf_packet_size".into(), json!(cdf.packet_size()));
+                        table.insert("cdf_packet_size".into(), json!(Bytes(cdf.packet_size())));
                         derived.insert("cdf_file".into(), json!(resolved.display().to_string()));
                     }
                 }

@@ -22,7 +22,7 @@ pub fn scenario_full(topo: &str, transport: &str, network: &str, run: &str, outp
     // The workload table is required by the schema; tests pass their own flows.
     let doc = format!(
         r#"{{"topology":{topo},"transport":{transport},"network":{network},"run":{run},"output":{output},
-            "workload":[{{"pattern":"permutation","size":1000}}]}}"#
+            "workload":[{{"pattern":"permutation","size":"1000B"}}]}}"#
     );
     parse_scenario(&doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
 }
