@@ -30,9 +30,9 @@ pub mod transport;
 pub mod units;
 pub mod workload;
 
+pub use limits::RunError;
 pub use output::{Progress, RunOutput};
 pub use scenario::{parse_scenario, Format, Scenario, ScenarioError};
-pub use limits::RunError;
 
 /// Run a validated scenario; `progress` is called periodically and may return false to stop.
 /// Panics if the run cannot finish within the scenario's limits; [`try_run`] returns that

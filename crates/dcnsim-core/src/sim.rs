@@ -98,7 +98,6 @@ pub struct DropInfo<'p> {
 /// A diagnostic callback for every dropped packet (tests, investigations).
 pub type DropProbe<'a> = Box<dyn FnMut(&DropInfo) + 'a>;
 
-
 /// One run of a scenario.
 pub struct Sim<'a> {
     sc: &'a Scenario,

@@ -25,7 +25,7 @@ fn three_hosts(host: &str) -> Scenario {
         r#"{{"topology":{{"kind":"single_switch","hosts":3,"host_rate":"40Gbps","host_delay":"1us"}},
             "network":{{"buffer":"500KB"}},"host":{host},"transport":{{"protocol":"dctcp"}},
             "output":{{"sample_interval":"10us","sample_ports":"host"}},
-            "workload":[{{"pattern":"permutation","size":1000}}]}}"#
+            "workload":[{{"pattern":"permutation","size":"1000B"}}]}}"#
     );
     parse_scenario(&doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -114,8 +114,10 @@ fn field_error(py: Python<'_>, field: String, message: String) -> PyErr {
 fn run_error(py: Python<'_>, err: &RunError) -> PyErr {
     let (field, full) = (err.field(), err.to_string());
     let message = full.strip_prefix(&format!("{field}: ")).unwrap_or(&full).to_string();
-    let made =
-        py.import("dcnsim.errors").and_then(|m| m.getattr("RunError")).and_then(|cls| cls.call1((field, &message)));
+    let made = py
+        .import("dcnsim.errors")
+        .and_then(|m| m.getattr("RunError"))
+        .and_then(|cls| cls.call1((field.clone(), &message)));
     match made {
         Ok(exc) => PyErr::from_value(exc),
         Err(_) => PyRuntimeError::new_err(format!("{field}: {message}")),

@@ -246,7 +246,7 @@ mod tests {
         // s_min/s_max tiny so the second flow is past s_max after its initial window.
         for (cfg, want_inc) in [
             (json!({"ssthresh": 4, "init_cwnd": 4}), 1344u64),
-            (json!({"ssthresh": 4, "init_cwnd": 4, "s_min": 100, "s_max": 1000}), 72),
+            (json!({"ssthresh": 4, "init_cwnd": 4, "s_min": "100B", "s_max": "1000B"}), 72),
         ] {
             let mut t = from_config(&cfg, &net).unwrap();
             let flows = vec![flow(0, 10_000_000)];
