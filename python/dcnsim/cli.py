@@ -399,12 +399,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"finished runs in {rep.out_dir / 'sweep_summary.csv'}"
         )
         return 130
+    except RunError as e:  # a ScenarioError too: caught first
+        _eprint(f"error: {e.field}: {e.message}")
+        return 3
     except ScenarioError as e:
         _eprint(f"error: {e.field}: {e.message}" if e.field else f"error: {e.message}")
         return 2
-    except RunError as e:
-        _eprint(f"error: {e.field}: {e.message}")
-        return 3
     except KeyboardInterrupt:
         _eprint("interrupted")
         return 130

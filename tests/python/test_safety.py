@@ -355,7 +355,7 @@ def test_resume_reruns_runs_whose_scenario_changed(tmp_path: Path, sweep_file: P
     assert rep.changed == RUNS and rep.ran == RUNS
     assert any("4 finished runs changed" in m for m in logs), logs
     for r in RUNS:
-        assert json.loads((out / r / "scenario.json").read_text())["network"]["ecn_k"] == 60_000
+        assert json.loads((out / r / "scenario.json").read_text())["network"]["ecn_k"] == "60KB"
 
     # the sweep file edited without changing what is simulated: nothing is rerun
     sweep_file.write_text(SWEEP + '[set]\n"workload[0].load" = 0.4\n')  # the base's value
