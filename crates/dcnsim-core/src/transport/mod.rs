@@ -30,27 +30,45 @@
 //!
 //! New transports live in their own module and are added to [`registry`] only.
 
-pub mod aeolus;
-pub mod cc;
-pub mod d2tcp;
-pub mod expresspass;
-pub mod homa;
-pub mod l2dct;
-pub mod lowprio;
-pub mod ndp;
-pub mod phost;
-pub mod pias;
-pub mod pias_thresholds;
-pub mod ppt;
-pub mod rc3;
+// The families (see docs/ARCHITECTURE.md, "Layers"): building blocks depend only on this
+// interface and the layers below it; protocols (window-based, receiver-driven) depend on the
+// blocks and on their own family; the registry, the one place that names every protocol,
+// depends on all of them and nothing in `transport` depends on the registry.
+pub mod blocks;
+pub mod receiver;
 pub mod registry;
-pub mod swift;
-pub mod tagging;
-pub mod tcp;
+pub mod window;
+
+// Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
+pub use blocks::{aeolus, cc, lowprio, pias_thresholds, swift_law, tagging, tcp};
+pub use receiver::{expresspass, homa, ndp, phost};
+pub use window::{d2tcp, l2dct, pias, ppt, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};
 use crate::units::{Bytes, Rate, Time};
+
+/// Settings a protocol derives from the network and the workload where the scenario is
+/// silent (`registry::derive`). The scenario validation applies them before building the run, and
+/// the normalized scenario (`scenario.json`) shows the values used.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Derived {
+    /// `[transport]` fields to fill in when the scenario's table does not give them.
+    pub transport: serde_json::Map<String, serde_json::Value>,
+    /// Per-class ECN thresholds for the switches when `[network]` gives neither `ecn_k` nor
+    /// `ecn_k_per_queue` (instead of `network.ecn_lambda` for every class).
+    pub ecn_k_per_queue: Option<Vec<Bytes>>,
+    /// `[network] ecn_port_classes` when the scenario does not give it.
+    pub ecn_port_classes: Option<Vec<u8>>,
+    /// The `[transport]` keys (full paths) the table gives that act only through
+    /// `ecn_k_per_queue`: the scenario rejects them next to explicit network thresholds,
+    /// where they would have no effect.
+    pub ecn_from: Vec<String>,
+    /// The priority classes the protocol's opportunistic (low-priority loop) packets use,
+    /// whatever the scenario says: reports split a port's occupancy by them (PPT Fig. 28).
+    /// Written to `scenario.json` as `derived.lp_classes`. Empty: no such loop.
+    pub lp_classes: Vec<u8>,
+}
 
 /// What the application handed to the transport, plus path facts the runner computed.
 #[derive(Clone, Debug)]

@@ -16,8 +16,7 @@ use super::ppt::{Ppt, PptConfigError};
 use super::rc3::{Rc3, Rc3ConfigError};
 use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
-use super::{NetInfo, Transport};
-use crate::units::Bytes;
+use super::{Derived, NetInfo, Transport};
 use std::fmt;
 
 /// Protocol names accepted in `transport.protocol`.
@@ -107,28 +106,6 @@ impl fmt::Display for TransportError {
 }
 
 impl std::error::Error for TransportError {}
-
-/// Settings a protocol derives from the network and the workload where the scenario is
-/// silent ([`derive`]). The scenario validation applies them before building the run, and
-/// the normalized scenario (`scenario.json`) shows the values used.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Derived {
-    /// `[transport]` fields to fill in when the scenario's table does not give them.
-    pub transport: serde_json::Map<String, serde_json::Value>,
-    /// Per-class ECN thresholds for the switches when `[network]` gives neither `ecn_k` nor
-    /// `ecn_k_per_queue` (instead of `network.ecn_lambda` for every class).
-    pub ecn_k_per_queue: Option<Vec<Bytes>>,
-    /// `[network] ecn_port_classes` when the scenario does not give it.
-    pub ecn_port_classes: Option<Vec<u8>>,
-    /// The `[transport]` keys (full paths) the table gives that act only through
-    /// `ecn_k_per_queue`: the scenario rejects them next to explicit network thresholds,
-    /// where they would have no effect.
-    pub ecn_from: Vec<String>,
-    /// The priority classes the protocol's opportunistic (low-priority loop) packets use,
-    /// whatever the scenario says: reports split a port's occupancy by them (PPT Fig. 28).
-    /// Written to `scenario.json` as `derived.lp_classes`. Empty: no such loop.
-    pub lp_classes: Vec<u8>,
-}
 
 /// What `protocol` derives where the scenario is silent (see [`Derived`]). PPT (`ppt`,
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer

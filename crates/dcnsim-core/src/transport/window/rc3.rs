@@ -165,11 +165,8 @@ impl Rc3 {
     /// What RC3 declares for the scenario (the registry's `derive`): its opportunistic
     /// packets use every class below the primary loop's class 0 (`levels` picks which of
     /// them, so reports count them all).
-    pub fn derive(net: &NetInfo) -> crate::transport::registry::Derived {
-        crate::transport::registry::Derived {
-            lp_classes: (1..net.priorities.clamp(1, 8)).collect(),
-            ..Default::default()
-        }
+    pub fn derive(net: &NetInfo) -> crate::transport::Derived {
+        crate::transport::Derived { lp_classes: (1..net.priorities.clamp(1, 8)).collect(), ..Default::default() }
     }
 
     /// The engine (per-flow state inspection).

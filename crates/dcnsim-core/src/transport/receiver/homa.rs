@@ -1,7 +1,7 @@
 //! Homa: receiver-driven message transport with network priorities (Montazeri, Li,
 //! Alizadeh, Ousterhout, "Homa: A Receiver-Driven Low-Latency Transport Protocol Using
 //! Network Priorities", SIGCOMM 2018, §3), optionally with the Aeolus first-RTT building
-//! block ([`super::aeolus`]; Hu et al., ToN 2021, §III, §V-C, §VI).
+//! block ([`crate::transport::aeolus`]; Hu et al., ToN 2021, §III, §V-C, §VI).
 //!
 //! Sources. The Homa paper's text is not in this project's seeds; the mechanism follows its
 //! §3 as summarised by the seed papers that use Homa as a baseline (Aeolus §II-C, §V-A/C,
@@ -69,7 +69,7 @@
 //! (`[network] queue_policy = "selective_drop"`, `selective.per_port = true`, threshold 6 KB:
 //! Aeolus §V-A and §VI, "for Homa we configure per-port ECN/RED"). The probe follows the
 //! last unscheduled packet in the same class; the receiver ACKs each unscheduled packet and
-//! the probe; both ends infer the same losses (see [`super::aeolus`]).
+//! the probe; both ends infer the same losses (see [`crate::transport::aeolus`]).
 //! Aeolus §III-E describes integrating Aeolus as giving unscheduled packets a *lower* network
 //! priority; for Homa the paper instead keeps Homa's classes (its §VI footnote notes that
 //! Homa serves unscheduled packets in higher-priority queues) and configures per-port
@@ -193,7 +193,7 @@
 //! the rule changed nothing measured (cache follower at full size: an identical run).
 //! The rule: a retransmission the sender paid with credit carries [`DATA_CHARGED`]; a
 //! receiver that gets one for a packet it never declared lost counts it now as declared
-//! lost (once per packet, [`super::aeolus::AeolusReceiver::sender_charged`]), which raises
+//! lost (once per packet, [`crate::transport::aeolus::AeolusReceiver::sender_charged`]), which raises
 //! the grant by that packet. The paper does not discuss this case (it assumes the two
 //! inferences agree); HomaSimulation, which sprays, has no Aeolus. Test:
 //! `aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again`.

@@ -134,7 +134,7 @@ use crate::config::FieldError;
 use crate::host::TsqParams;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::cc::{CcState, CongestionControl, DctcpParams, Standard, StandardParams};
-use crate::transport::swift::{SwiftCc, SwiftParams};
+use crate::transport::swift_law::{SwiftCc, SwiftParams};
 use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
 use serde::de::{self, Deserializer, Visitor};

@@ -67,9 +67,9 @@
 
 use crate::packet::{FlowId, Packet};
 use crate::transport::pias_thresholds;
-use crate::transport::registry::Derived;
 use crate::transport::tagging::{check_thresholds, split_table, ExtConfigError, Mlfq};
 use crate::transport::tcp::{PriorityPolicy, Tcp, TcpConfig};
+use crate::transport::Derived;
 use crate::transport::{Ctx, FlowInfo, FlowStats, NetInfo, Transport};
 use crate::units::Bytes;
 use serde::Deserialize;

@@ -516,7 +516,7 @@ impl Ppt {
         cfg: &serde_json::Value,
         net: &NetInfo,
         over_swift: bool,
-    ) -> Result<crate::transport::registry::Derived, PptConfigError> {
+    ) -> Result<crate::transport::Derived, PptConfigError> {
         let (o, own, _, _) = Self::parse_own(cfg, over_swift)?;
         let classes = net.priorities.clamp(1, 8);
         let half = (classes / 2).max(1);
@@ -527,7 +527,7 @@ impl Ppt {
                 serde_json::json!(Self::default_thresholds(net).into_iter().map(Bytes).collect::<Vec<_>>()),
             );
         }
-        Ok(crate::transport::registry::Derived {
+        Ok(crate::transport::Derived {
             transport,
             ecn_k_per_queue: Some(recommended_ecn_k(net, o.lambda_hcp, o.lambda_lcp)),
             ecn_port_classes: Some((half..classes).collect()),

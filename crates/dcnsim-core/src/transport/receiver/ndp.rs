@@ -84,7 +84,7 @@
 //! # NDP + Aeolus (`aeolus = true`)
 //! Aeolus §V-D runs NDP on switches that cannot trim: Aeolus' selective dropping
 //! (`network.queue_policy = "selective_drop"`, [`crate::queue::selective`]) replaces
-//! trimming, and Aeolus' loss recovery ([`super::aeolus`]) replaces the NACK. Mapping:
+//! trimming, and Aeolus' loss recovery ([`crate::transport::aeolus`]) replaces the NACK. Mapping:
 //! - **Unscheduled packets** = NDP's first window (sent at line rate without a PULL, the
 //!   pre-credit burst of Aeolus §III-A), flagged `UNSCHEDULED` and not `TRIMMABLE`. PULLs
 //!   are Aeolus' credits; a pulled packet is a scheduled packet. The first PULL ends the

@@ -128,7 +128,7 @@
 //! overshoot). The data queue stays within one or two packets throughout.
 //!
 //! # ExpressPass + Aeolus (`aeolus = true`; Aeolus §III, §IV-B, §V-B)
-//! The Aeolus building block ([`super::aeolus`]) adds a first-RTT phase; the credit loop
+//! The Aeolus building block ([`crate::transport::aeolus`]) adds a first-RTT phase; the credit loop
 //! above is unchanged. Run it with `network.queue_policy = "expresspass_credit"` and
 //! `network.credit.selective = true` (credit limiting plus selective dropping of unscheduled
 //! packets above `network.selective.threshold`, 6 KB, see [`crate::queue::credit`]).
@@ -179,7 +179,7 @@
 //!   unscheduled packets and the probe ride the lowest class, below every scheduled packet,
 //!   unflagged (no selective dropping); run it with plain `expresspass_credit` ports.
 //!
-//! Choices where the Aeolus paper leaves room (besides those of [`super::aeolus`]):
+//! Choices where the Aeolus paper leaves room (besides those of [`crate::transport::aeolus`]):
 //! - The request leaves before the first unscheduled packet (Fig. 9: the sender enters the
 //!   pre-credit state after sending the request); alone, a flow sent before its first credit
 //!   returns (with `credit_from_request = false`: any flow of at most one BDP) finishes in

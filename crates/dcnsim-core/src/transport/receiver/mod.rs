@@ -1,0 +1,11 @@
+//! Receiver-driven protocols: the receiver schedules the sender with grants, credits or pull
+//! requests (Homa, pHost, NDP, ExpressPass). Each may run with the Aeolus building block
+//! ([`crate::transport::blocks::aeolus`]) for its first-RTT unscheduled packets.
+//!
+//! Protocols here depend on the building blocks, never on the registry or the window-based
+//! family.
+
+pub mod expresspass;
+pub mod homa;
+pub mod ndp;
+pub mod phost;

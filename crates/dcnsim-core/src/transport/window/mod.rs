@@ -1,0 +1,15 @@
+//! Window-based (sender-driven) protocols: each wraps the TCP engine of
+//! [`crate::transport::blocks::tcp`] with its own congestion-control law, priority tagging or
+//! opportunistic loop. Swift (delay-based), D2TCP and L2DCT (deadline- and
+//! size-aware DCTCP), PIAS (priority tagging by bytes sent), RC3 and PPT (an opportunistic
+//! low-priority loop beside the window).
+//!
+//! Protocols here depend on the building blocks and on one another (PPT reuses PIAS's tagging
+//! and Swift's law), never on the registry or the receiver-driven family.
+
+pub mod d2tcp;
+pub mod l2dct;
+pub mod pias;
+pub mod ppt;
+pub mod rc3;
+pub mod swift;
