@@ -1,4 +1,4 @@
-"""Summary metrics of a run, as defined in ``CONVENTIONS.md`` (see ``docs/results.md``).
+"""Summary metrics of a run, as defined in ``docs/metrics.md`` (see ``docs/results.md``).
 
 Flow statistics are over the *finished, non-background* flows. Times are in microseconds.
 Percentiles use the nearest-rank method: the p-th percentile of n sorted values is the value

@@ -1,4 +1,4 @@
-"""Summary metrics against hand-computed values (CONVENTIONS.md definitions)."""
+"""Summary metrics against hand-computed values (docs/metrics.md definitions)."""
 
 from __future__ import annotations
 

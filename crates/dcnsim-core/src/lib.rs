@@ -5,7 +5,8 @@
 //! (rate + propagation delay), switch egress ports with up to 8 strict-priority queues
 //! sharing a per-port buffer under a pluggable queue policy, shortest-path ECMP routing
 //! or per-packet spraying, and transports as pure state machines driven by a generic
-//! discrete-event runner. Definitions follow `CONVENTIONS.md` (units, packets, metrics).
+//! discrete-event runner. Definitions follow `docs/conventions.md` (units, packets, network)
+//! and `docs/metrics.md` (metrics).
 //!
 //! Layers, bottom up (a module may use only those above it in this list):
 //! `units`, `rng`, `config`, `host` -> `packet`, `event` -> `queue` -> `topology` -> `network`

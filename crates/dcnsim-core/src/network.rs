@@ -379,7 +379,7 @@ impl Network {
         self.route(node, p)
     }
 
-    /// Base RTT of a path (CONVENTIONS.md): twice the one-way propagation delay plus the
+    /// Base RTT of a path (docs/metrics.md): twice the one-way propagation delay plus the
     /// store-and-forward time of one MTU packet and one control packet over each hop.
     pub fn base_rtt(&self, path: &[u32], mtu: Bytes, ctrl: Bytes) -> Time {
         path.iter().fold(Time::ZERO, |acc, &p| {
@@ -400,8 +400,8 @@ impl Network {
     /// packet finishes hop h at F1(h) = sum_{j<=h}(ser_j(S)) + sum_{j<h} p_j, and packet i
     /// at F1(h) + (i-1) max_{j<=h} ser_j(S) (deterministic tandem of servers); the last
     /// packet then follows the recursion F(h) = max(F(h-1) + p_{h-1}, F_prev(h)) + ser_h(s).
-    /// This is CONVENTIONS.md's "propagation + store-and-forward of the first packet on
-    /// every hop + the remaining bytes at the bottleneck rate" computed exactly: the two
+    /// This is the short form in docs/metrics.md (propagation, plus one packet's serialization
+    /// on every hop, plus the remaining bytes at the slowest rate) computed exactly: the two
     /// agree to the picosecond whenever link rates are equal along the path or the last
     /// packet is full-sized, and differ by less than one packet's serialization otherwise.
     pub fn ideal_fct(&self, path: &[u32], size: Bytes, mss: u64, header: u64) -> Time {

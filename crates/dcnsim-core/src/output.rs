@@ -14,7 +14,7 @@ pub struct FlowTable {
     /// `finish - start`; `u64::MAX` if unfinished.
     pub fct_ps: Vec<u64>,
     pub ideal_fct_ps: Vec<u64>,
-    /// Base RTT of the flow's path (CONVENTIONS.md).
+    /// Base RTT of the flow's path (docs/metrics.md).
     pub base_rtt_ps: Vec<u64>,
     /// Payload bytes the sender put on the wire (first transmissions and retransmissions).
     pub sent_bytes: Vec<u64>,

@@ -1,7 +1,7 @@
 //! Topologies built from parameters or from an explicit node/link list.
 //!
 //! A [`Topology`] is a graph of hosts and switches joined by full-duplex links, each
-//! with a rate and a one-way propagation delay (CONVENTIONS.md "Network"). Hosts always
+//! with a rate and a one-way propagation delay (docs/conventions.md "Network"). Hosts always
 //! get node ids `0..num_hosts`, so a host index is its node id; switches follow.
 //!
 //! Kinds (field `topology.kind`):

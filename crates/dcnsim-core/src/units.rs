@@ -3,7 +3,7 @@
 //! Every quantity that crosses a module boundary uses one of these newtypes
 //! ([`Time`], [`Bytes`], [`Rate`]); domain conversions live here
 //! (`rate.tx_time(bytes)`, `rate.bytes_in(time)`), so no caller does unit
-//! arithmetic on bare integers. Conventions follow `CONVENTIONS.md`: 1 KB =
+//! arithmetic on bare integers. Conventions follow `docs/conventions.md`: 1 KB =
 //! 1,000 B, 1 Gbps = 10^9 bit/s, time is an integer count of picoseconds.
 //!
 //! Human-readable forms ("40Gbps", "1.5us", "120KB") parse with

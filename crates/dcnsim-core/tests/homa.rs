@@ -30,7 +30,7 @@ fn drops(out: &RunOutput, cause: &str) -> u64 {
     out.counters.drops.iter().filter(|d| d.0 == cause).map(|d| d.1).sum()
 }
 
-/// A message alone in the network finishes exactly at the ideal FCT (CONVENTIONS.md): its
+/// A message alone in the network finishes exactly at the ideal FCT (docs/metrics.md): its
 /// unscheduled packets leave at line rate, and the grants of the scheduled part reach the
 /// sender before it runs out of granted bytes (rtt_bytes = one BDP of the largest base RTT),
 /// so the NIC never idles. No RTS: every data packet carries the length. Checked below

@@ -5,7 +5,7 @@ use dcnsim_core::transport::ppt;
 use dcnsim_core::{parse_scenario, Format};
 use std::path::Path;
 
-/// FCT summary per CONVENTIONS.md (small = at most 100 KB), in microseconds.
+/// FCT summary per docs/metrics.md (small = at most 100 KB), in microseconds.
 #[allow(dead_code)] // large_avg is printed, not asserted
 #[derive(Debug, Clone, Copy)]
 struct Fct {
@@ -87,7 +87,7 @@ const WEBSEARCH: &str = r#"{"pattern":"poisson","cdf":"websearch","load":0.5,"fl
 /// own settings win, and the normalized scenario runs again to the same switches.
 #[test]
 fn ppt_without_network_thresholds_gets_eq3_per_class_k_and_lcp_port_marking() {
-    // Two hosts on one 10 Gbps switch, 1 us links. Base RTT (CONVENTIONS.md) = 4 x 1 us of
+    // Two hosts on one 10 Gbps switch, 1 us links. Base RTT (docs/metrics.md) = 4 x 1 us of
     // propagation + a 1500 B and a 64 B packet serialized on each of the 2 hops at 10 Gbps
     // (2 x 1.2512 us) = 6.5024 us; BDP = 10 Gbps x 6.5024 us = 8,128 B;
     // K_HCP = 0.17 x 8,128 = 1,381.76 -> 1,382 B, K_LCP = 0.1 x 8,128 = 812.8 -> 813 B.

@@ -72,7 +72,7 @@ pub struct CreditConfig {
     /// Also drop unscheduled packets above the Aeolus threshold of `[network.selective]`
     /// (switch ports only): ExpressPass + Aeolus.
     pub selective: bool,
-    /// Wire size of a credit (CONVENTIONS.md: 64 B).
+    /// Wire size of a credit (docs/conventions.md: 64 B).
     #[serde(skip)]
     pub credit_size: Bytes,
     /// Largest data packet a credit triggers (the scenario MTU, 1500 B by default).

@@ -1,6 +1,6 @@
 //! Strict-priority queues with a shared per-port buffer, drop-tail and DCTCP marking.
 //!
-//! Models the switch egress port of CONVENTIONS.md: up to 8 FIFO queues served in strict
+//! Models the switch egress port of docs/conventions.md: up to 8 FIFO queues served in strict
 //! priority (class 0 first), all sharing one byte limit; a packet that does not fit is
 //! dropped (drop-tail); an ECN-capable packet is marked CE on enqueue when the
 //! instantaneous occupancy, *before* the packet is added, exceeds K (DCTCP, Alizadeh et
@@ -17,7 +17,7 @@
 //! shared-memory switches.
 //!
 //! Optionally (`with_pushout`, scenario `network.pushout_classes`; none by default, when the
-//! port is CONVENTIONS.md's drop-tail buffer) a packet that does not fit in the shared buffer
+//! port is docs/conventions.md's drop-tail buffer) a packet that does not fit in the shared buffer
 //! *pushes out* queued packets of the listed classes that are below its own class: the tail
 //! packet of the lowest such non-empty class is dropped (cause `pushout`), then the next,
 //! until the arrival fits; if even all of them would not make room, the arrival is dropped

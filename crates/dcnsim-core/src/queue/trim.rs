@@ -82,7 +82,7 @@ const DATA: usize = 1;
 pub struct TrimConfig {
     /// Data-queue capacity in packets before trimming starts (NDP: 8 packets).
     pub trim_threshold: u32,
-    /// Wire size of a trimmed header (CONVENTIONS.md: 64 B).
+    /// Wire size of a trimmed header (docs/conventions.md: 64 B).
     #[serde(skip)]
     pub header_size: Bytes,
     /// The network's MTU: the data queue holds `trim_threshold` x `mtu` bytes.

@@ -79,7 +79,7 @@ pub struct FlowInfo {
     pub size: Bytes,
     /// Arrival time at the sender (the application hands over its data).
     pub start: Time,
-    /// Base RTT of the flow's path (CONVENTIONS.md definition).
+    /// Base RTT of the flow's path (docs/metrics.md definition).
     pub base_rtt: Time,
     /// Bottleneck rate along the flow's path.
     pub path_rate: Rate,

@@ -1,8 +1,7 @@
 //! The flow-size CDFs shipped with dcnsim, under stable names.
 //!
-//! The data files live in `crates/dcnsim-core/data/cdf/` (byte-for-byte copies of the
-//! files in `/work/shared/workloads/`, whose README gives their sources and means; the
-//! origin of each is in `data/cdf/PROVENANCE.md`) and are compiled in with `include_str!`.
+//! The data files live in `crates/dcnsim-core/data/cdf/` (byte-for-byte copies of
+//! public data files; the public source and the mean of each are in `data/cdf/PROVENANCE.md`) and are compiled in with `include_str!`.
 //! Each CDF has a native reading (how the simulator it comes from reads it); a workload can
 //! override it with `cdf_reading`.
 
@@ -37,7 +36,7 @@ impl ShippedCdf {
 }
 
 /// Homa W1 (Facebook memcached) beyond CDF 0.47: HomaSimulation's generalized Pareto,
-/// k = 0.348238, sigma = 214.476, from 15 B, capped at 2^30 B (workloads README).
+/// k = 0.348238, sigma = 214.476, from 15 B, capped at 2^30 B (`data/cdf/PROVENANCE.md`).
 pub const W1_TAIL: ParetoTail =
     ParetoTail { from_cdf: 0.47, location: 15.0, shape: 0.348238, scale: 214.476, cap: 1_073_741_824.0 };
 

@@ -1,13 +1,13 @@
 //! Empirical flow-size CDFs: parsing the public file formats, validating them, sampling
 //! and computing the mean exactly as sampling reads the points.
 //!
-//! Formats (see `/work/shared/workloads/README.md`, "File formats"):
+//! Formats (the formats of the public CDF files, `data/cdf/PROVENANCE.md`):
 //! * `pct`: `size cdf` per line, CDF on a 0–100 scale (HPCC, parsimon-eval);
 //! * `frac`: `size cdf` per line, CDF on a 0–1 scale, space- or comma-separated (PowerTCP, opera);
 //! * `ns2`: `size 1 cdf` per line (ns-2 `loadCDF` reads columns 1 and 3, the middle one is ignored);
 //! * `homa`: a first line holding the file's own mean size, then `size cdf` lines on 0–1.
 //!
-//! Sizes are bytes, KB (1 KB = 1000 B, CONVENTIONS.md) or packets (1460 B each, or 1442 B
+//! Sizes are bytes, KB (1 KB = 1000 B, docs/conventions.md) or packets (1460 B each, or 1442 B
 //! for Homa files, as the README converts them).
 //!
 //! Two readings of the same points ([`Reading`]):
@@ -142,7 +142,7 @@ pub const TAIL_HALVINGS: u32 = 30;
 /// A generalized-Pareto tail that continues a partial CDF (Homa W1, whose file stops at
 /// CDF 0.47): for u > `from_cdf`, size = location + (((1 - from_cdf)/(1 - u))^shape - 1) * scale/shape,
 /// at most `cap` (HomaSimulation `MsgSizeDistributions::getFacebookSizeInterarrival`, as
-/// written out in the workloads README).
+/// written out in `data/cdf/PROVENANCE.md`).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct ParetoTail {
     pub from_cdf: f64,

@@ -5,11 +5,11 @@
 //! by start time, ties in generation order) from the workload RNG stream. The tables, their
 //! fields, units and defaults are documented in `docs/workloads.md`.
 //!
-//! What is modelled (definitions from `/work/shared/CONVENTIONS.md`, "Workloads"):
+//! What is modelled (definitions in `docs/conventions.md`, "Workloads", and `docs/metrics.md`, "Load"):
 //! * **Flow sizes** come from an empirical CDF ([`cdf`]), read piecewise-linearly by default
 //!   (ns-2, HPCC, PIAS, ExpressPass, YAPS) or as a step function (HomaSimulation), from a
 //!   uniform range, or are fixed. The shipped CDFs ([`builtin`]) are byte-for-byte copies of
-//!   the public files listed in `/work/shared/workloads/README.md` (sources: DCTCP web
+//!   the public files listed in `data/cdf/PROVENANCE.md` (sources: DCTCP web
 //!   search and VL2 data mining via HPCC, PIAS-NS2 and ns2-xpass; Facebook web server,
 //!   cache follower and Hadoop via HomaSimulation, ns2-xpass and HPCC; Homa W1–W5 via
 //!   HomaSimulation; YAPS' "aditya" file; PASE and D2TCP uniform ranges); each file's

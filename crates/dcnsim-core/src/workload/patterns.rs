@@ -205,7 +205,7 @@ impl Arrivals {
                 ));
             }
         }
-        // lambda = rho x (sum of sender link rates) / (8 x mean flow size)  (CONVENTIONS.md)
+        // lambda = rho x (sum of sender link rates) / (8 x mean flow size)  (docs/metrics.md)
         let lambda = load * sender_bps / (8.0 * sizes.mean_bytes());
         let by_time = duration.map_or(f64::INFINITY, |d| lambda * d.as_secs_f64());
         let by_count = flows.map_or(f64::INFINITY, |f| f as f64);

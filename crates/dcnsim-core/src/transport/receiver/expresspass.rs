@@ -1,7 +1,7 @@
 //! ExpressPass: credit-scheduled, delay-bounded congestion control (Cho, Jang, Han,
 //! "Credit-Scheduled Delay-Bounded Congestion Control for Datacenters", SIGCOMM 2017, §3
 //! design and Algorithm 1 "credit feedback control"; §6 parameters), as the Aeolus paper
-//! (Hu et al., ToN 2021, §II-C and §V, in `/work/shared/seeds/`) describes and evaluates it;
+//! (Hu et al., ToN 2021, §II-C and §V) describes and evaluates it;
 //! optionally with the Aeolus first-RTT building block (Aeolus §III, §IV-B, §V-B, §V-E; see
 //! "ExpressPass + Aeolus" below).
 //!

@@ -153,7 +153,7 @@
 //! # Choices where the paper leaves room
 //! - `initial_window` default: one bandwidth-delay product, in MTU-sized packets rounded
 //!   up (so the pipe is full until the first PULL returns), with the source host's rate
-//!   and the network's largest base RTT (CONVENTIONS.md definition), as NDP sizes its
+//!   and the network's largest base RTT (docs/metrics.md definition), as NDP sizes its
 //!   initial window to the network rather than to the path.
 //! - Pull pacing: one PULL per MTU serialization time at `pull_rate`, whatever the size of
 //!   the packet it releases (the last packet of a flow may be shorter; the slot is not

@@ -5,8 +5,7 @@
 //!
 //! Sources. The paper's full text is not in this project's reference corpora, so no section
 //! of it is cited here. The mechanism follows the paper's design as the task states it and
-//! as the papers that use pHost as a baseline summarise it (Aeolus §II-D, RPO §I-II, in
-//! `/work/shared/seeds/`); every number comes from the authors' own public simulator
+//! as the papers that use pHost as a baseline summarise it (Aeolus §II-D, RPO §I-II); every number comes from the authors' own public simulator
 //! (NetSys/simulator: the "capability" flow and host its pHost runs use, and the pHost
 //! configuration in its `py/run_experiments.py`). Each parameter says where its default
 //! comes from.

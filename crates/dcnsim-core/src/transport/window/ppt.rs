@@ -123,7 +123,7 @@
 //!   that network Eq. 3 gives K_HCP = 7.6 KB and K_LCP = 4.5 KB (BDP 44.5 KB): the paper's own
 //!   settings are not Eq. 3's, so the reproductions write them out. `lambda_*` given next to
 //!   different explicit thresholds, or `network.ecn_lambda` with PPT, are scenario errors.
-//! - The switch: CONVENTIONS.md's shared per-port buffer with drop-tail admission for every
+//! - The switch: docs/conventions.md's shared per-port buffer with drop-tail admission for every
 //!   class, as §6.2 ("a per-port buffer of 120KB") and §3.2 ("all data packets essentially
 //!   share the switch buffer") describe. ns-3's strict-priority queue disc (PrioQueueDisc)
 //!   has no limit of its own, only per-band child queues with their own limits; the paper
