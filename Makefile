@@ -5,6 +5,7 @@
 #   make test    set up, then cargo tests of dcnsim-core and the Python tests
 #   make lint    rustfmt --check, clippy -D warnings, ruff check, ruff format --check
 #   make fmt     format Rust (cargo fmt) and Python (ruff format)
+#   make validate  the validation suite against theory, written to docs/validation.md
 #   make bench   the core's throughput benchmark
 #   make bench-pgo   the same, profile-guided build trained on another workload (needs llvm-tools)
 #
@@ -31,7 +32,7 @@ REQS_PY := import importlib, sys; \
  print("\n".join(d["build-system"]["requires"] + d["project"]["dependencies"] \
  + d["project"]["optional-dependencies"]["dev"]))
 
-.PHONY: all venv build demo test test-rust test-python lint fmt bench bench-pgo clean
+.PHONY: all venv build demo test test-rust test-python lint fmt bench bench-pgo validate clean
 
 all: build
 
@@ -73,6 +74,10 @@ fmt: $(DEPS_STAMP)
 	cargo fmt --all
 	$(VENV)/bin/ruff check --fix python tests repro
 	$(VENV)/bin/ruff format python tests repro
+
+# The validation suite against theory (docs/validation.md; a few minutes on 2 cores).
+validate: $(EXT_STAMP)
+	$(VPY) -m dcnsim validate-model --out docs/validation.md
 
 bench:
 	cargo run --release -p dcnsim-core --bin dcnsim-bench

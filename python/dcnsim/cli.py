@@ -300,6 +300,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.out, workers=args.workers, quiet=args.quiet)
 
 
+def cmd_validate_model(args: argparse.Namespace) -> int:
+    from dcnsim.results import atomic_write_bytes
+    from dcnsim.validation import REPORT_TITLE, report, run_suite
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        head = out.read_text(errors="replace")[: len(REPORT_TITLE)]
+        if head != REPORT_TITLE:
+            print(
+                f"error: --out {out}: the file exists and was not written by dcnsim "
+                f"validate-model (it does not start with '{REPORT_TITLE}'); choose another path",
+                file=sys.stderr,
+            )
+            return 2
+    checks = run_suite(reduced=args.reduced, log=None if args.quiet else print)
+    text = report(checks, reduced=args.reduced)
+    if out is not None:
+        atomic_write_bytes(out, text.encode())
+        if not args.quiet:
+            print(f"wrote {out}")
+    failed = [c for c in checks if c.status == "FAIL"]
+    for c in failed:
+        print(f"FAIL: {c.group}: {c.name}: {c.ours}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dcnsim", description="Packet-level datacenter transport simulator."
@@ -379,6 +405,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, help="parallel runs (default min(cores, 2))")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_demo)
+
+    vm = sub.add_parser(
+        "validate-model",
+        help="run the validation suite against theory and write its report (docs/validation.md)",
+    )
+    vm.add_argument(
+        "--out", metavar="FILE", help="write the report here (only over an earlier report)"
+    )
+    vm.add_argument("--reduced", action="store_true", help="the small set the tests run")
+    vm.add_argument("--quiet", action="store_true", help="print only failures")
+    vm.set_defaults(func=cmd_validate_model)
     return p
 
 
