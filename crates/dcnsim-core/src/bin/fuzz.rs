@@ -1,7 +1,7 @@
 //! `dcnsim-fuzz`: run one fuzz target of `dcnsim_core::fuzz` for a time budget.
 //!
 //! ```text
-//! dcnsim-fuzz TARGET [--seconds N] [--seed S] [--state DIR]
+//! dcnsim-fuzz TARGET [--seconds N] [--cpu-seconds C] [--seed S] [--state DIR]
 //! ```
 //! TARGET is `scenario_toml`, `scenario_json`, `flowlist`, `trace` or `cdf`. The process
 //! supervises a worker (itself with `--worker`): the worker generates inputs from the seed,
@@ -10,7 +10,12 @@
 //! `DIR/TARGET.cur` before running it, so when the worker dies without unwinding (an abort on
 //! allocation failure under a memory cap, a stack overflow) the supervisor saves that input as
 //! `abort-<hash>` and starts a new worker with the next seed. Inputs slower than 2 s are
-//! saved as `slow-<hash>` in `DIR`. Progress lines and a final summary go to stdout:
+//! saved as `slow-<hash>` in `DIR`. `--seconds` bounds the wall time (default 60 s);
+//! `--cpu-seconds` also bounds the CPU time the workers spend in total, so a run on a shared
+//! machine can be given a fixed amount of work (the wall bound then defaults to ten times
+//! it). `DIR` (default: the system's temporary folder) receives a write per input: put it on a
+//! memory file system (e.g. `/dev/shm`) or the writes, not the fuzzing, set the pace.
+//! Progress lines and a final summary go to stdout:
 //! `fuzz TARGET inputs=... panics=... aborts=... wall_s=... cpu_s=...`.
 
 use dcnsim_core::fuzz::{self, Outcome, Target};
@@ -42,6 +47,9 @@ fn cpu_seconds(children: bool) -> f64 {
 struct Args {
     target: Target,
     seconds: u64,
+    /// CPU-time budget of the workers together (the supervisor passes each worker what is
+    /// left of it).
+    cpu_seconds: Option<u64>,
     seed: u64,
     state: PathBuf,
     worker: bool,
@@ -52,27 +60,36 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let name = it.next().ok_or("usage: dcnsim-fuzz TARGET [--seconds N] [--seed S] [--state DIR]")?;
+    let name = it.next().ok_or("usage: dcnsim-fuzz TARGET [--seconds N] [--cpu-seconds C] [--seed S] [--state DIR]")?;
     let target = Target::from_name(&name)
         .ok_or_else(|| format!("unknown target '{name}'; use one of: {}", Target::ALL.map(|t| t.name()).join(", ")))?;
     let mut a = Args {
         target,
         seconds: 60,
+        cpu_seconds: None,
         seed: 1,
         state: std::env::temp_dir().join("dcnsim-fuzz"),
         worker: false,
         no_seeds: false,
     };
+    let mut seconds_given = false;
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or(format!("{k} needs a value"));
         match k.as_str() {
-            "--seconds" => a.seconds = val()?.parse().map_err(|_| "--seconds: a whole number")?,
+            "--seconds" => {
+                a.seconds = val()?.parse().map_err(|_| "--seconds: a whole number")?;
+                seconds_given = true;
+            }
+            "--cpu-seconds" => a.cpu_seconds = Some(val()?.parse().map_err(|_| "--cpu-seconds: a whole number")?),
             "--seed" => a.seed = val()?.parse().map_err(|_| "--seed: a whole number")?,
             "--state" => a.state = PathBuf::from(val()?),
             "--worker" => a.worker = true,
             "--no-seeds" => a.no_seeds = true,
             _ => return Err(format!("unknown option {k}")),
         }
+    }
+    if let (Some(c), false) = (a.cpu_seconds, seconds_given) {
+        a.seconds = c.saturating_mul(10);
     }
     Ok(a)
 }
@@ -107,7 +124,9 @@ fn worker(a: &Args) -> i32 {
     // usually hit again and again.
     let mut seen: std::collections::HashSet<String> = Default::default();
     let mut out = std::io::stdout();
-    while Instant::now() < deadline {
+    let cpu_budget = a.cpu_seconds.map(|c| c as f64);
+    let mut cpu_spent = false;
+    while Instant::now() < deadline && !cpu_spent {
         let input = queue.pop().unwrap_or_else(|| m.next_input());
         let _ = std::fs::write(&cur_path, &input);
         let t0 = Instant::now();
@@ -132,6 +151,9 @@ fn worker(a: &Args) -> i32 {
             let p = save(&a.state.join("slow").join(a.target.name()), "slow", &input);
             let _ = writeln!(out, "SLOW {} {:.1}s saved {}", a.target.name(), took.as_secs_f64(), p.display());
         }
+        if inputs % 256 == 0 {
+            cpu_spent = cpu_budget.is_some_and(|b| cpu_seconds(false) >= b);
+        }
         if last_report.elapsed() > Duration::from_secs(30) {
             last_report = Instant::now();
             let _ = writeln!(out, "progress inputs={inputs} panics={panics}");
@@ -150,11 +172,17 @@ fn supervise(a: &Args) -> i32 {
     let deadline = start + Duration::from_secs(a.seconds);
     let (mut inputs, mut panics, mut aborts, mut restarts) = (0u64, 0u64, 0u64, 0u64);
     let cur_path = a.state.join(format!("{}.cur", a.target.name()));
-    while Instant::now() < deadline {
+    let cpu_left = || a.cpu_seconds.map(|c| (c as f64 - cpu_seconds(true)).floor().max(0.0) as u64);
+    while Instant::now() < deadline && cpu_left() != Some(0) {
         let left = deadline.saturating_duration_since(Instant::now()).as_secs().max(1);
+        let budget: Vec<String> = match cpu_left() {
+            Some(c) => vec!["--cpu-seconds".into(), c.to_string()],
+            None => Vec::new(),
+        };
         let mut child = match Command::new(&exe)
             .arg(a.target.name())
             .args(["--seconds", &left.to_string(), "--seed", &(a.seed + restarts).to_string(), "--worker"])
+            .args(&budget)
             .args(if restarts > 0 { &["--no-seeds"][..] } else { &[][..] })
             .arg("--state")
             .arg(&a.state)
