@@ -232,6 +232,11 @@ fn mean_rounded_up_uniform(a: f64, b: f64) -> f64 {
     0.5 * (a + b) + (ceil_excess_integral(b) - ceil_excess_integral(a)) / (b - a)
 }
 
+/// The largest size a CDF may give, in bytes after its unit is applied (10^15 B = 1 PB: far
+/// beyond any flow a simulation can finish, and small enough that sizes, their squares and
+/// means stay finite and exact to the byte in floating point).
+pub const MAX_CDF_SIZE_BYTES: f64 = 1e15;
+
 fn parse_number(tok: &str, line: usize) -> Result<f64, CdfError> {
     let v: f64 = tok.parse().map_err(|_| CdfError {
         line: Some(line),
@@ -345,6 +350,14 @@ impl EmpiricalCdf {
             CdfUnit::Kilobytes => 1000.0,
             CdfUnit::Packets => packet_size as f64,
         };
+        for &(line, s, _) in &raw {
+            if s * mult > MAX_CDF_SIZE_BYTES {
+                return Err(CdfError { line: Some(line), problem: CdfProblem::SizeTooLarge { bytes: s * mult } });
+            }
+        }
+        if let Some(m) = declared_mean.map(|m| m * mult).filter(|m| *m > MAX_CDF_SIZE_BYTES) {
+            return Err(CdfError { line: None, problem: CdfProblem::SizeTooLarge { bytes: m } });
+        }
         // Normalize so that the last value is exactly `end` (removes the <= 1e-6 slack).
         let sizes = raw.iter().map(|&(_, s, _)| s * mult).collect();
         let probs = raw.iter().map(|&(_, _, c)| (c / last * end).min(end)).collect();
@@ -696,6 +709,14 @@ mod tests {
         assert!(matches!(e.problem, CdfProblem::BadNumber { .. }));
         let e = EmpiricalCdf::parse("5 1\n", &o).unwrap_err();
         assert!(matches!(e.problem, CdfProblem::TooFewPoints { got: 1 }));
+        // Found by the fuzzer: 1e308 packets of 4900 B is an infinite number of bytes (the
+        // mean was NaN); any size above 1 PB after the unit is refused, naming the line.
+        let pk = CdfOptions { unit: CdfUnit::Packets, packet_size: Some(4900), ..CdfOptions::default() };
+        let e = EmpiricalCdf::parse("0 0\n1e308 100\n", &pk).unwrap_err();
+        assert!(matches!(e.problem, CdfProblem::SizeTooLarge { .. }) && e.line == Some(2), "{e:?}");
+        let e = EmpiricalCdf::parse("0 0\n2e15 1\n", &o).unwrap_err();
+        assert!(matches!(e.problem, CdfProblem::SizeTooLarge { .. }));
+        assert!(EmpiricalCdf::parse("0 0\n1e15 1\n", &o).is_ok());
         let e = EmpiricalCdf::parse("", &o).unwrap_err();
         assert!(matches!(e.problem, CdfProblem::TooFewPoints { got: 0 }));
         let e = EmpiricalCdf::parse("0 1 0\n5 1\n", &o).unwrap_err();

@@ -26,6 +26,9 @@ pub enum CdfProblem {
     NotReachingOne { last: f64, expected: f64 },
     /// Fewer than two points.
     TooFewPoints { got: usize },
+    /// A size (or a Homa file's mean), in bytes after the unit is applied, is above
+    /// [`crate::workload::cdf::MAX_CDF_SIZE_BYTES`].
+    SizeTooLarge { bytes: f64 },
 }
 
 /// What is wrong inside a flow list (`explicit` CSV or `hpcc` flow.txt).
@@ -129,6 +132,11 @@ impl fmt::Display for CdfProblem {
         match self {
             Syntax { message } => write!(f, "{message}; write one point per line as `size cdf` (or `size 1 cdf` for ns-2 files)"),
             BadNumber { value } => write!(f, "'{value}' is negative or not a finite number; sizes and CDF values must be >= 0"),
+            SizeTooLarge { bytes } => write!(
+                f,
+                "size {bytes:e} B (after the unit) is above the largest flow size dcnsim accepts, {:e} B; check cdf_unit and cdf_packet_size",
+                crate::workload::cdf::MAX_CDF_SIZE_BYTES
+            ),
             ColumnCount { expected, got } => write!(
                 f,
                 "has {got} columns, expected {expected} (pct/frac: `size cdf`; ns2: `size 1 cdf`; homa: a mean line, then `size cdf`); use one layout on every line or set cdf_format"
