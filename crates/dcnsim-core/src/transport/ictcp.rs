@@ -27,7 +27,8 @@
 //! - The connection's RTT at the receiver is its path's base RTT plus the one-way queuing
 //!   delay of its latest data packet ([`OneWayDelay`] on the data timestamps): a receiver
 //!   cannot time its own ACKs' round trip without timestamps echoed the other way, and the
-//!   forward queue is where incast builds up.
+//!   forward queue is where incast builds up. The one-way base starts at half the base RTT
+//!   (as PTCP's `base_from_rtt`), so a queue that exists from the first packets on counts.
 //! - `C` is the fastest host link of the network (every host of the incast topologies has
 //!   the same link); `BW_T` counts the wire bytes of the data packets arriving at the host.
 //! - The increase step is one MSS, and `beta` = 0.2 (the values of a public ICTCP
@@ -254,7 +255,7 @@ impl RcvPolicy for IctcpPolicy {
     fn new_flow(&mut self, now: Time, flow: &FlowInfo) -> IctcpFlow {
         IctcpFlow {
             rwnd: self.p.min_rwnd,
-            owd: OneWayDelay::default(),
+            owd: OneWayDelay::with_base(flow.base_rtt / 2),
             rtt: flow.base_rtt,
             meas_start: now,
             meas_bytes: 0,

@@ -54,6 +54,15 @@
 //! - The initial receive window (`init_rwnd`) is 1 MSS, the initial window of Table 1; the
 //!   sender's initial congestion window is also 1 MSS (`init_cwnd` defaults to 1 here).
 //!   With the text's rules a lone flow's window then grows by 1 MSS per `interval` packets.
+//! - **Algorithm 1's initial `base_delay`** (`base_from_rtt`): the algorithm takes "an initial
+//!   one-way delay value" and lowers it to the smallest delay seen. Default: half the flow's
+//!   base RTT (the receiver knows its path's base RTT as the application does), so that flows
+//!   whose very first packets already queue behind a synchronized burst still see that
+//!   queue; the estimate then errs by half the difference between the data and ACK paths'
+//!   serialization (one MTU at 1 Gbps is 12 us against the Target of 120 us). `false`: an
+//!   infinite initial value, the base learnt from the packets alone; in an incast every
+//!   flow's second packet then already sits behind the burst, the queue becomes part of the
+//!   base, and PTCP sees no congestion.
 //! - alpha starts at 0 (`init_alpha`); the first packet of a flow gives no delay sample
 //!   (Algorithm 1), so it counts as below `target`.
 //! - `b` counts every payload byte that arrives, duplicates included (the paper counts bytes
@@ -70,8 +79,8 @@
 //! # Configuration (`protocol = "ptcp"`)
 //! PTCP's own fields: `setting`, `target`, `interval`, `g`, `init_alpha`, `init_rwnd`
 //! (packets), `rwnd_rule`, `decrease_on`, `p1_rule`, `ack_delay` (true: Eq. 10 on; false:
-//! ACKs leave at once). Every `tcp` field too (`init_cwnd` defaults to 1, `min_rto`, `sack`,
-//! ...); `g` and `init_alpha` are PTCP's, since the sender runs no DCTCP.
+//! ACKs leave at once), `base_from_rtt`. Every `tcp` field too (`init_cwnd` defaults to 1,
+//! `min_rto`, `sack`, ...); `g` and `init_alpha` are PTCP's, since the sender runs no DCTCP.
 
 use crate::packet::{NodeId, Packet};
 use crate::transport::rcvctl::{AckVerdict, OneWayDelay, RcvPolicy, RcvTcp};
@@ -96,6 +105,7 @@ pub const FIELDS: &[&str] = &[
     "decrease_on",
     "p1_rule",
     "ack_delay",
+    "base_from_rtt",
 ];
 
 /// Largest payload received by a "small" flow (P1 = 1).
@@ -180,6 +190,7 @@ struct PtcpOwn {
     decrease_on: Option<DecreaseOn>,
     p1_rule: Option<P1Rule>,
     ack_delay: Option<bool>,
+    base_from_rtt: Option<bool>,
 }
 
 /// Resolved PTCP parameters (names as in the paper).
@@ -200,6 +211,8 @@ pub struct PtcpParams {
     pub p1_rule: P1Rule,
     /// Hold ACKs by Eq. 10.
     pub ack_delay: bool,
+    /// Algorithm 1's initial `base_delay` is half the flow's base RTT (else infinite).
+    pub base_from_rtt: bool,
 }
 
 impl PtcpParams {
@@ -217,6 +230,7 @@ impl PtcpParams {
             decrease_on: DecreaseOn::Congestion,
             p1_rule: P1Rule::Clamped,
             ack_delay: true,
+            base_from_rtt: true,
         }
     }
 
@@ -314,10 +328,10 @@ impl RcvPolicy for PtcpPolicy {
     fn name(&self) -> &'static str {
         "ptcp"
     }
-    fn new_flow(&mut self, _now: Time, _flow: &FlowInfo) -> PtcpFlow {
+    fn new_flow(&mut self, _now: Time, flow: &FlowInfo) -> PtcpFlow {
         PtcpFlow {
             bytes: 0,
-            owd: OneWayDelay::default(),
+            owd: if self.p.base_from_rtt { OneWayDelay::with_base(flow.base_rtt / 2) } else { OneWayDelay::default() },
             packet_count: 0,
             packet_num: 0,
             alpha: self.p.init_alpha,
@@ -397,6 +411,7 @@ pub fn from_config(cfg: &serde_json::Value, net: &NetInfo) -> Result<Ptcp, PtcpC
     p.decrease_on = o.decrease_on.unwrap_or(p.decrease_on);
     p.p1_rule = o.p1_rule.unwrap_or(p.p1_rule);
     p.ack_delay = o.ack_delay.unwrap_or(p.ack_delay);
+    p.base_from_rtt = o.base_from_rtt.unwrap_or(p.base_from_rtt);
     Ok(RcvTcp::new(Tcp::new(tp), PtcpPolicy { p }))
 }
 
@@ -572,20 +587,20 @@ mod tests {
         let a = call(&mut t, Time::us(50), 1, &|t, c| t.on_packet(c, &w[0]));
         assert_eq!(a.sends.len(), 1);
         assert_eq!(ack_rwnd(&a.sends[0], MSS), Some(MSS));
-        // A second packet sent at 100 us arriving at 190 us: one-way 90 us = base; then one
-        // sent at 200 us arriving at 330 us: queuing 40 us. P_sum = 1 (b <= 10 KB):
-        // delay 0.25 x 40 us = 10 us.
+        // The base starts at half the base RTT, 50 us. A second packet sent at 100 us
+        // arriving at 150 us: no queuing; then one sent at 200 us arriving at 290 us: queuing
+        // 40 us. P_sum = 1 (b <= 10 KB): delay 0.25 x 40 us = 10 us.
         let mut p2 = w[0];
         p2.seq = MSS;
         p2.ts = Time::us(100);
-        let a = call(&mut t, Time::us(190), 1, &|t, c| t.on_packet(c, &p2));
+        let a = call(&mut t, Time::us(150), 1, &|t, c| t.on_packet(c, &p2));
         assert_eq!(a.sends.len(), 1, "no queuing: not held");
         let mut p3 = w[0];
         p3.seq = 2 * MSS;
         p3.ts = Time::us(200);
-        let a = call(&mut t, Time::us(330), 1, &|t, c| t.on_packet(c, &p3));
+        let a = call(&mut t, Time::us(290), 1, &|t, c| t.on_packet(c, &p3));
         assert!(a.sends.is_empty());
-        assert_eq!(a.timers[0].0, Time::us(340));
+        assert_eq!(a.timers[0].0, Time::us(300));
         assert_eq!(t.flow_state(0).unwrap().last_delay, Time::us(10));
         assert_eq!(t.held_acks(0), 1);
     }

@@ -26,7 +26,8 @@
 //!   (every TCP data packet carries its send time in `ts`; the simulator's clocks are
 //!   synchronised). PTCP Algorithm 1: `current = now - send_time`, `base = min(base,
 //!   current)`, `queuing = current - base`; the first packet only initialises (gives no
-//!   sample), as in the algorithm.
+//!   sample), as in the algorithm. The base starts at infinity, or at a known value
+//!   ([`OneWayDelay::with_base`]).
 //! - [`RateMeter`]: a per-host meter of incoming bytes over a measurement period (ICTCP's
 //!   measured incoming traffic `BW_T`).
 //!
@@ -95,6 +96,13 @@ impl Default for OneWayDelay {
 }
 
 impl OneWayDelay {
+    /// An estimator whose base delay starts at `base` (Algorithm 1's "initial one-way delay
+    /// value") instead of infinity: a receiver whose first packets already queue behind an
+    /// incast burst would otherwise take a queued delay for the base and see no queuing.
+    pub fn with_base(base: Time) -> OneWayDelay {
+        OneWayDelay { base, ..OneWayDelay::default() }
+    }
+
     /// A packet sent at `sent` arrives at `now`: the queuing delay it saw, or `None` for the
     /// first packet (which only sets the flag, Algorithm 1 lines 12-13).
     pub fn sample(&mut self, now: Time, sent: Time) -> Option<Time> {
@@ -410,6 +418,17 @@ mod tests {
         assert_eq!(d.sample(Time::us(100), Time::us(65)), Some(Time::ZERO), "new base 35 us");
         assert_eq!((d.base, d.queuing), (Time::us(35), Time::ZERO));
         assert_eq!(d.sample(Time::us(200), Time::us(100)), Some(Time::us(65)));
+    }
+
+    #[test]
+    fn one_way_delay_with_known_base_sees_a_standing_queue() {
+        let mut d = OneWayDelay::with_base(Time::us(40));
+        assert_eq!(d.sample(Time::us(100), Time::ZERO), None);
+        // Every packet queued 60 us: measured from the packets alone that would be the base.
+        assert_eq!(d.sample(Time::us(200), Time::us(100)), Some(Time::us(60)));
+        assert_eq!(d.base, Time::us(40));
+        assert_eq!(d.sample(Time::us(235), Time::us(200)), Some(Time::ZERO), "a smaller delay lowers the base");
+        assert_eq!(d.base, Time::us(35));
     }
 
     #[test]
