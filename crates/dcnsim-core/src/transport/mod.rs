@@ -40,9 +40,9 @@ pub mod registry;
 pub mod window;
 
 // Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
-pub use blocks::{aeolus, cc, lowprio, pias_thresholds, swift_law, tagging, tcp};
+pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost};
-pub use window::{d2tcp, l2dct, pias, ppt, rc3, swift};
+pub use window::{d2tcp, ictcp, l2dct, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};

@@ -8,11 +8,13 @@
 use super::d2tcp::D2tcpConfigError;
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
+use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
+use super::ptcp::PtcpConfigError;
 use super::rc3::{Rc3, Rc3ConfigError};
 use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
@@ -34,6 +36,8 @@ pub const PROTOCOLS: &[&str] = &[
     "expresspass",
     "swift",
     "ppt_swift",
+    "ptcp",
+    "ictcp",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -63,6 +67,10 @@ pub enum TransportError {
     ExpressPass(ExpressPassConfigError),
     /// The Swift configuration is invalid (`swift`; `ppt_swift` reports through `Ppt`).
     Swift(SwiftConfigError),
+    /// The PTCP configuration is invalid.
+    Ptcp(PtcpConfigError),
+    /// The ICTCP configuration is invalid.
+    Ictcp(IctcpConfigError),
 }
 
 impl TransportError {
@@ -80,6 +88,8 @@ impl TransportError {
             TransportError::Homa(e) => e.field(),
             TransportError::ExpressPass(e) => e.field(),
             TransportError::Swift(e) => e.field(),
+            TransportError::Ptcp(e) => e.field(),
+            TransportError::Ictcp(e) => e.field(),
         }
     }
 }
@@ -101,6 +111,8 @@ impl fmt::Display for TransportError {
             TransportError::Homa(e) => write!(f, "{e}"),
             TransportError::ExpressPass(e) => write!(f, "{e}"),
             TransportError::Swift(e) => write!(f, "{e}"),
+            TransportError::Ptcp(e) => write!(f, "{e}"),
+            TransportError::Ictcp(e) => write!(f, "{e}"),
         }
     }
 }
@@ -151,6 +163,8 @@ pub fn build_seeded(
         "expresspass" => Ok(Box::new(ExpressPass::from_config(cfg, net, seed).map_err(TransportError::ExpressPass)?)),
         "swift" => Ok(Box::new(Swift::from_config(cfg, net).map_err(TransportError::Swift)?)),
         "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
+        "ptcp" => Ok(Box::new(super::ptcp::from_config(cfg, net).map_err(TransportError::Ptcp)?)),
+        "ictcp" => Ok(Box::new(super::ictcp::from_config(cfg, net).map_err(TransportError::Ictcp)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

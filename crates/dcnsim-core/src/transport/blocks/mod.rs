@@ -19,6 +19,7 @@ pub mod aeolus;
 pub mod cc;
 pub mod lowprio;
 pub mod pias_thresholds;
+pub mod rcvctl;
 pub mod swift_law;
 pub mod tagging;
 pub mod tcp;

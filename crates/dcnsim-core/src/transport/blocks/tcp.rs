@@ -67,9 +67,17 @@
 //!   (see `swift.rs`); the sending machinery (SACK recovery, RTO, go-back-N) stays, plus a
 //!   pacing gate when Swift's window is below one packet.
 //!
-//! Not modelled: connection setup and teardown, the receive window (the receiver buffers
-//! everything), Nagle, pacing (except Swift's below one packet), spurious-retransmission undo,
-//! ACK loss detection.
+//! - **Receive window**: the receiver buffers everything, so the plain receiver advertises
+//!   no window; a receiver-side controller (`rcvctl.rs`: PTCP, ICTCP ...) may write one into
+//!   its ACKs ([`set_ack_rwnd`]), and the sender then keeps at most min(cwnd, rwnd) bytes in
+//!   flight (or in `pipe` during SACK recovery). The window of the latest ACK that does not
+//!   move backwards (`ack >= snd_una`) counts; an ACK without a window keeps the previous
+//!   one. Window validation (`host.cwnd_validation`) counts a send stopped by the receive
+//!   window as not window-limited, as Linux does. The receiver never advertises less than one
+//!   segment, so no zero-window probing is needed.
+//!
+//! Not modelled: connection setup and teardown, Nagle, pacing (except Swift's below one
+//! packet), spurious-retransmission undo, ACK loss detection.
 //!
 //! # Choices where the sources leave room
 //! - `min_rto` default **1 ms**: Linux's 200 ms default makes a single incast timeout cost
@@ -110,8 +118,9 @@
 //! expected); `[seq, aux)` = one SACK block, the receiver's out-of-order range holding the
 //! segment that triggered the ACK (RFC 2018's first block), or the lowest out-of-order range,
 //! or empty (`aux <= seq`) when the receiver holds no out-of-order data; `aux2` bit 31 = ECE,
-//! bits 0..30 = payload bytes of the data packets this ACK covers (duplicates included: the
-//! DCTCP fraction counts packets, not unique bytes); `ts` = echoed data timestamp; `prio` from
+//! bits 20..30 = the advertised receive window in segments (0: none, see above), bits 0..19 =
+//! payload bytes of the data packets this ACK covers (duplicates included: the DCTCP fraction
+//! counts packets, not unique bytes); `ts` = echoed data timestamp; `prio` from
 //! [`PriorityPolicy::ack_prio`] (by default the class of the data packet it answers); `rank` =
 //! the receiver's hold time in ns (from the arrival of the oldest data packet the ACK covers
 //! to the ACK: 0 without delayed ACKs), Swift's remote-queuing delay.
@@ -153,8 +162,17 @@ pub const TIMER_DELACK: u8 = 2;
 pub const TIMER_PACE: u8 = 3;
 /// ACK `aux2` bit: ECN-Echo.
 pub const ACK_ECE: u32 = 1 << 31;
-/// ACK `aux2` bits holding the payload bytes the ACK covers.
-pub const ACK_COVERED_MASK: u32 = ACK_ECE - 1;
+/// ACK `aux2` bits holding the payload bytes the ACK covers (bits 0..19; saturating at
+/// 1 MiB - 1, far above the at most three segments an ACK covers).
+pub const ACK_COVERED_MASK: u32 = (1 << 20) - 1;
+/// ACK `aux2` bits 20..30: the advertised receive window in whole segments (0 = none
+/// advertised: the sender keeps the window it had, initially unlimited). See
+/// [`set_ack_rwnd`] and `rcvctl.rs`.
+pub const ACK_RWND_MASK: u32 = 0x7FF << 20;
+/// Bit position of [`ACK_RWND_MASK`].
+pub const ACK_RWND_SHIFT: u32 = 20;
+/// The largest receive window an ACK can advertise, segments (11 bits).
+pub const ACK_RWND_MAX_SEGS: u64 = 0x7FF;
 /// Data `aux2` bit: the segment is a retransmission.
 pub const DATA_RETX: u32 = 1;
 
@@ -713,6 +731,9 @@ pub struct TcpSender<C: CongestionControl = Standard> {
     round_max_flight: u64,
     /// Peak of `nic_bytes` (diagnostics, tests).
     max_nic_bytes: u64,
+    /// The receive window the receiver last advertised, bytes (`u64::MAX`: none yet). The
+    /// sender keeps at most min(cwnd, rwnd) in flight.
+    rwnd: u64,
 }
 
 impl TcpSender<Standard> {
@@ -771,6 +792,7 @@ impl<C: CongestionControl> TcpSender<C> {
             round_cwnd_limited: false,
             round_max_flight: 0,
             max_nic_bytes: 0,
+            rwnd: u64::MAX,
         }
         .with_swift(flow, p)
     }
@@ -859,6 +881,10 @@ impl<C: CongestionControl> TcpSender<C> {
     /// Congestion window, bytes.
     pub fn cwnd(&self) -> u64 {
         self.cwnd
+    }
+    /// The receiver's advertised window, bytes (`u64::MAX` until an ACK advertises one).
+    pub fn rwnd(&self) -> u64 {
+        self.rwnd
     }
     /// Slow-start threshold, bytes (`u64::MAX` = infinite).
     pub fn ssthresh(&self) -> u64 {
@@ -1025,6 +1051,11 @@ impl<C: CongestionControl> TcpSender<C> {
         let ack = pkt.ack.min(self.size);
         let ece = pkt.aux2 & ACK_ECE != 0;
         let covered = (pkt.aux2 & ACK_COVERED_MASK) as u64;
+        if ack >= self.una {
+            if let Some(w) = ack_rwnd(pkt, self.mss) {
+                self.rwnd = w;
+            }
+        }
         if ack > self.max {
             // Delivered by someone else (an embedding transport's second loop).
             self.max = ack;
@@ -1404,8 +1435,9 @@ impl<C: CongestionControl> TcpSender<C> {
         let limit = self.nic_limit(cx.params);
         while s < self.size {
             let e = self.seg_end(s);
-            if outstanding + (e - s) > self.cwnd {
-                window_full = true;
+            if outstanding + (e - s) > self.cwnd.min(self.rwnd) {
+                // Window validation counts only the congestion window's limit.
+                window_full = self.cwnd <= self.rwnd;
                 break;
             }
             if !self.nic_room(limit) || !self.pace_ok(cx) {
@@ -1444,8 +1476,8 @@ impl<C: CongestionControl> TcpSender<C> {
             } else {
                 break;
             };
-            if pipe + (e - s) > self.cwnd {
-                self.note_send_attempt(pipe, true);
+            if pipe + (e - s) > self.cwnd.min(self.rwnd) {
+                self.note_send_attempt(pipe, self.cwnd <= self.rwnd);
                 break;
             }
             if !self.nic_room(limit) || !self.pace_ok(cx) {
@@ -1675,6 +1707,21 @@ impl TcpReceiver {
             self.send_ack(cx, b);
         }
     }
+}
+
+/// Write the advertised receive window `rwnd` (bytes) into an ACK: whole segments of `mss`,
+/// at least 1 and at most [`ACK_RWND_MAX_SEGS`] (a larger window is advertised as the
+/// largest one the field holds, as TCP's window field is bounded).
+pub fn set_ack_rwnd(ack: &mut Packet, rwnd: u64, mss: u64) {
+    let segs = (rwnd / mss.max(1)).clamp(1, ACK_RWND_MAX_SEGS) as u32;
+    ack.aux2 = (ack.aux2 & !ACK_RWND_MASK) | (segs << ACK_RWND_SHIFT);
+}
+
+/// The receive window (bytes) an ACK advertises, if any.
+#[inline]
+pub fn ack_rwnd(ack: &Packet, mss: u64) -> Option<u64> {
+    let segs = ((ack.aux2 & ACK_RWND_MASK) >> ACK_RWND_SHIFT) as u64;
+    (segs > 0).then(|| segs * mss)
 }
 
 /// First byte at or after `s` outside the range of `v` that holds `s`, if any. `v` is

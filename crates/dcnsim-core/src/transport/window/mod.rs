@@ -8,8 +8,10 @@
 //! and Swift's law), never on the registry or the receiver-driven family.
 
 pub mod d2tcp;
+pub mod ictcp;
 pub mod l2dct;
 pub mod pias;
 pub mod ppt;
+pub mod ptcp;
 pub mod rc3;
 pub mod swift;
