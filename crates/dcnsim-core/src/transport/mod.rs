@@ -38,6 +38,7 @@ pub mod homa;
 pub mod l2dct;
 pub mod lowprio;
 pub mod ndp;
+pub mod pfabric;
 pub mod phost;
 pub mod pias;
 pub mod pias_thresholds;

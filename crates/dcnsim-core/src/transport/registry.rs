@@ -10,6 +10,7 @@ use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
+use super::pfabric::{Pfabric, PfabricConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
@@ -35,6 +36,7 @@ pub const PROTOCOLS: &[&str] = &[
     "expresspass",
     "swift",
     "ppt_swift",
+    "pfabric",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -64,6 +66,8 @@ pub enum TransportError {
     ExpressPass(ExpressPassConfigError),
     /// The Swift configuration is invalid (`swift`; `ppt_swift` reports through `Ppt`).
     Swift(SwiftConfigError),
+    /// The pFabric end-host configuration is invalid.
+    Pfabric(PfabricConfigError),
 }
 
 impl TransportError {
@@ -81,6 +85,7 @@ impl TransportError {
             TransportError::Homa(e) => e.field(),
             TransportError::ExpressPass(e) => e.field(),
             TransportError::Swift(e) => e.field(),
+            TransportError::Pfabric(e) => e.field(),
         }
     }
 }
@@ -102,6 +107,7 @@ impl fmt::Display for TransportError {
             TransportError::Homa(e) => write!(f, "{e}"),
             TransportError::ExpressPass(e) => write!(f, "{e}"),
             TransportError::Swift(e) => write!(f, "{e}"),
+            TransportError::Pfabric(e) => write!(f, "{e}"),
         }
     }
 }
@@ -174,6 +180,7 @@ pub fn build_seeded(
         "expresspass" => Ok(Box::new(ExpressPass::from_config(cfg, net, seed).map_err(TransportError::ExpressPass)?)),
         "swift" => Ok(Box::new(Swift::from_config(cfg, net).map_err(TransportError::Swift)?)),
         "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
+        "pfabric" => Ok(Box::new(Pfabric::from_config(cfg, net).map_err(TransportError::Pfabric)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }
