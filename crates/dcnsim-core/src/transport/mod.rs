@@ -31,6 +31,7 @@
 //! New transports live in their own module and are added to [`registry`] only.
 
 pub mod aeolus;
+pub mod arbitration;
 pub mod cc;
 pub mod d2tcp;
 pub mod expresspass;
@@ -38,6 +39,7 @@ pub mod homa;
 pub mod l2dct;
 pub mod lowprio;
 pub mod ndp;
+pub mod pase;
 pub mod pfabric;
 pub mod phost;
 pub mod pias;

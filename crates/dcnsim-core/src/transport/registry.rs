@@ -10,6 +10,7 @@ use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
+use super::pase::{Pase, PaseConfigError};
 use super::pfabric::{Pfabric, PfabricConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
@@ -37,6 +38,7 @@ pub const PROTOCOLS: &[&str] = &[
     "swift",
     "ppt_swift",
     "pfabric",
+    "pase",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -68,6 +70,8 @@ pub enum TransportError {
     Swift(SwiftConfigError),
     /// The pFabric end-host configuration is invalid.
     Pfabric(PfabricConfigError),
+    /// The PASE configuration is invalid.
+    Pase(PaseConfigError),
 }
 
 impl TransportError {
@@ -86,6 +90,7 @@ impl TransportError {
             TransportError::ExpressPass(e) => e.field(),
             TransportError::Swift(e) => e.field(),
             TransportError::Pfabric(e) => e.field(),
+            TransportError::Pase(e) => e.field(),
         }
     }
 }
@@ -108,6 +113,7 @@ impl fmt::Display for TransportError {
             TransportError::ExpressPass(e) => write!(f, "{e}"),
             TransportError::Swift(e) => write!(f, "{e}"),
             TransportError::Pfabric(e) => write!(f, "{e}"),
+            TransportError::Pase(e) => write!(f, "{e}"),
         }
     }
 }
@@ -181,6 +187,7 @@ pub fn build_seeded(
         "swift" => Ok(Box::new(Swift::from_config(cfg, net).map_err(TransportError::Swift)?)),
         "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
         "pfabric" => Ok(Box::new(Pfabric::from_config(cfg, net).map_err(TransportError::Pfabric)?)),
+        "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }
