@@ -175,7 +175,7 @@ fn by_quarter(out: &RunOutput) -> Vec<(f64, f64)> {
     // last segment is ignored here, at most 40 B).
     let sec = |bytes: f64| bytes * (MSS + HEADER) / MSS * 8.0 / RATE_BPS;
     let cdf = [(0.0, 0.0), (sec(2000.0), 0.0), (sec(198_000.0), 1.0)];
-    let mut q = vec![(0.0, 0.0, 0usize); 4];
+    let mut q = [(0.0, 0.0, 0usize); 4];
     for i in 0..n {
         assert_ne!(f.finish_ps[i], u64::MAX, "flow {i} unfinished");
         let s = wire(f.size[i] as f64) * 8.0 / RATE_BPS;

@@ -160,7 +160,7 @@ mod tests {
     #[test]
     fn order_is_deadline_then_remaining_size_then_id() {
         let mut ks =
-            vec![key(1, 500, None), key(2, 100, None), key(3, 900, Some(50)), key(4, 10, Some(80)), key(0, 100, None)];
+            [key(1, 500, None), key(2, 100, None), key(3, 900, Some(50)), key(4, 10, Some(80)), key(0, 100, None)];
         ks.sort();
         let ids: Vec<_> = ks.iter().map(|k| k.flow).collect();
         assert_eq!(ids, vec![3, 4, 0, 2, 1]);
