@@ -73,6 +73,7 @@
 //! (true), `refresh` (the flow's base RTT).
 
 use super::arbitration::{ArbKey, Arbitrator, Decision};
+use super::pfabric::SegSet;
 use crate::config::FieldError;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
@@ -223,7 +224,7 @@ fn kbps(r: Rate) -> u32 {
 pub struct PaseSender {
     size: u64,
     nseg: u64,
-    acked: Vec<bool>,
+    acked: SegSet,
     acked_bytes: u64,
     una: u64,
     nxt: u64,
@@ -262,7 +263,7 @@ impl PaseSender {
         PaseSender {
             size: f.size.0,
             nseg,
-            acked: vec![false; nseg as usize],
+            acked: SegSet::default(),
             acked_bytes: 0,
             una: 0,
             nxt: 0,
@@ -392,7 +393,7 @@ impl PaseSender {
         let window = (self.cwnd.floor() as u64).max(1);
         let mut sent = false;
         while self.outstanding < window {
-            while self.nxt < self.nseg && self.acked[self.nxt as usize] {
+            while self.nxt < self.nseg && self.acked.has(self.nxt) {
                 self.nxt += 1;
             }
             if self.nxt >= self.nseg {
@@ -446,8 +447,7 @@ impl PaseSender {
     }
 
     fn mark(&mut self, s: u64, mss: u64) -> bool {
-        if s < self.nseg && !self.acked[s as usize] {
-            self.acked[s as usize] = true;
+        if s < self.high && self.acked.insert(s) {
             self.acked_bytes += self.seg_len(s, mss);
             if s < self.nxt {
                 self.outstanding = self.outstanding.saturating_sub(1);
@@ -462,13 +462,12 @@ impl PaseSender {
     fn cumulative(&mut self, ack: u64, mss: u64) -> u64 {
         let cum = if ack >= self.size { self.nseg } else { ack / mss };
         let mut newly = 0;
-        while self.una < cum {
-            newly += self.mark(self.una, mss) as u64;
-            self.una += 1;
+        let mut s = self.una;
+        while s < cum.min(self.high) {
+            newly += self.mark(s, mss) as u64;
+            s += 1;
         }
-        while self.una < self.nseg && self.acked[self.una as usize] {
-            self.una += 1;
-        }
+        self.una = self.acked.base();
         newly
     }
 
@@ -484,6 +483,7 @@ impl PaseSender {
         let mut newly = 0;
         if pkt.aux > pkt.seq {
             newly += self.mark(pkt.seq / p.mss, p.mss) as u64;
+            self.una = self.acked.base();
         }
         newly += self.cumulative(pkt.ack, p.mss);
         let ece = pkt.aux2 & ACK_ECE != 0;
@@ -583,34 +583,26 @@ impl PaseSender {
 /// Receiver state of one flow.
 #[derive(Debug)]
 pub struct PaseReceiver {
-    got: Vec<bool>,
-    count: u64,
-    cum: u64,
+    /// Packets held; its base is the first missing packet.
+    got: SegSet,
+    nseg: u64,
     pub done: bool,
 }
 
 impl PaseReceiver {
     fn new(f: &FlowInfo, p: &PaseParams) -> PaseReceiver {
-        let nseg = f.size.0.div_ceil(p.mss).max(1);
-        PaseReceiver { got: vec![false; nseg as usize], count: 0, cum: 0, done: false }
+        PaseReceiver { got: SegSet::default(), nseg: f.size.0.div_ceil(p.mss).max(1), done: false }
     }
     fn cum_bytes(&self, f: &FlowInfo, p: &PaseParams) -> u64 {
-        (self.cum * p.mss).min(f.size.0)
+        (self.got.base() * p.mss).min(f.size.0)
     }
     /// Data: acknowledge it (ECN-Echo if it was marked); true when the flow just completed.
     fn on_data(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, pkt: &Packet) -> bool {
         let s = pkt.seq / p.mss;
         let mut completed = false;
-        if (s as usize) < self.got.len() && !self.got[s as usize] {
-            self.got[s as usize] = true;
-            self.count += 1;
-            while (self.cum as usize) < self.got.len() && self.got[self.cum as usize] {
-                self.cum += 1;
-            }
-            if self.count == self.got.len() as u64 && !self.done {
-                self.done = true;
-                completed = true;
-            }
+        if s < self.nseg && self.got.insert(s) && self.got.base() >= self.nseg && !self.done {
+            self.done = true;
+            completed = true;
         }
         ctx.out.send(Packet {
             src: f.dst,

@@ -35,6 +35,9 @@
 //! - Every data packet is acknowledged at once (no delayed ACK); an ACK carries the
 //!   cumulative ACK and the one packet it answers (a one-block SACK), which is all the sender
 //!   needs to skip delivered packets when it goes back.
+//! - Sender and receiver keep the packets acknowledged / held as a window from the first
+//!   missing one ([`SegSet`]), so a long-lived background flow costs memory for its flight
+//!   only. `pase` reuses it.
 //! - No cap on the window (`max_cwnd` optional): pFabric's switches, not the window, decide
 //!   who is served; a flow's excess is dropped by rank.
 //! - All packets use one priority class (`prio`, default 0): pFabric's switch ignores classes.
@@ -56,6 +59,7 @@ use crate::packet::{FlowId, Packet, PacketFlags};
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::Time;
 use serde::Deserialize;
+use std::collections::VecDeque;
 use std::fmt;
 
 /// `Packet::kind` of a data packet.
@@ -186,12 +190,48 @@ impl PfabricParams {
     }
 }
 
+/// A set of packet indices held as a window: every index below `base` is in the set, and
+/// `flags[i]` says whether `base + i` is. Memory follows the span between the lowest missing
+/// index and the highest flagged one (the flight), not the flow's size, so a long-lived flow
+/// costs no more than a short one.
+#[derive(Clone, Debug, Default)]
+pub struct SegSet {
+    base: u64,
+    flags: VecDeque<bool>,
+}
+
+impl SegSet {
+    /// The lowest index not in the set.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+    pub fn has(&self, s: u64) -> bool {
+        s < self.base || self.flags.get((s - self.base) as usize).copied().unwrap_or(false)
+    }
+    /// Add `s`; true if it was not in the set. Callers add only indices of packets in flight.
+    pub fn insert(&mut self, s: u64) -> bool {
+        if self.has(s) {
+            return false;
+        }
+        let i = (s - self.base) as usize;
+        if i >= self.flags.len() {
+            self.flags.resize(i + 1, false);
+        }
+        self.flags[i] = true;
+        while self.flags.front() == Some(&true) {
+            self.flags.pop_front();
+            self.base += 1;
+        }
+        true
+    }
+}
+
 /// Sender state of one flow.
 #[derive(Debug)]
 pub struct PfSender {
     size: u64,
     nseg: u64,
-    acked: Vec<bool>,
+    acked: SegSet,
     acked_bytes: u64,
     /// First unacknowledged packet.
     una: u64,
@@ -218,7 +258,7 @@ impl PfSender {
         PfSender {
             size: f.size.0,
             nseg,
-            acked: vec![false; nseg as usize],
+            acked: SegSet::default(),
             acked_bytes: 0,
             una: 0,
             nxt: 0,
@@ -242,6 +282,17 @@ impl PfSender {
     fn seg_len(&self, s: u64, mss: u64) -> u64 {
         self.size.saturating_sub(s * mss).min(mss)
     }
+    /// Record packet `s` (sent) as acknowledged; true if it was not before.
+    fn mark(&mut self, s: u64, mss: u64) -> bool {
+        if s >= self.high || !self.acked.insert(s) {
+            return false;
+        }
+        self.acked_bytes += self.seg_len(s, mss);
+        if s < self.nxt {
+            self.outstanding = self.outstanding.saturating_sub(1);
+        }
+        true
+    }
     fn arm(&mut self, ctx: &mut Ctx, flow: FlowId) {
         let at = ctx.now + self.rto;
         let gen = self.rto_timer.arm(at);
@@ -256,7 +307,7 @@ impl PfSender {
         let window = (self.cwnd.floor() as u64).max(1);
         let mut sent = false;
         while self.outstanding < window {
-            while self.nxt < self.nseg && self.acked[self.nxt as usize] {
+            while self.nxt < self.nseg && self.acked.has(self.nxt) {
                 self.nxt += 1;
             }
             if self.nxt >= self.nseg {
@@ -311,35 +362,17 @@ impl PfSender {
     /// An ACK (of data or of a probe) reached the sender.
     pub fn on_ack(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PfabricParams, pkt: &Packet) {
         let mut newly = 0u64;
-        // The selectively acknowledged packet.
+        // The selectively acknowledged packet, and every packet below the cumulative ACK.
         if pkt.aux > pkt.seq {
-            let s = pkt.seq / p.mss;
-            if s < self.nseg && !self.acked[s as usize] {
-                self.acked[s as usize] = true;
-                self.acked_bytes += self.seg_len(s, p.mss);
-                newly += 1;
-                if s < self.nxt {
-                    self.outstanding = self.outstanding.saturating_sub(1);
-                }
-            }
+            newly += self.mark(pkt.seq / p.mss, p.mss) as u64;
         }
-        // The cumulative ACK covers every packet below it.
         let cum = if pkt.ack >= self.size { self.nseg } else { pkt.ack / p.mss };
-        while self.una < cum {
-            let s = self.una;
-            if !self.acked[s as usize] {
-                self.acked[s as usize] = true;
-                self.acked_bytes += self.seg_len(s, p.mss);
-                newly += 1;
-                if s < self.nxt {
-                    self.outstanding = self.outstanding.saturating_sub(1);
-                }
-            }
-            self.una += 1;
+        let mut s = self.una;
+        while s < cum.min(self.high) {
+            newly += self.mark(s, p.mss) as u64;
+            s += 1;
         }
-        while self.una < self.nseg && self.acked[self.una as usize] {
-            self.una += 1;
-        }
+        self.una = self.acked.base();
         let probe_answered = pkt.aux <= pkt.seq && self.probing;
         if newly > 0 || probe_answered {
             self.consecutive_timeouts = 0;
@@ -394,22 +427,19 @@ impl PfSender {
 /// Receiver state of one flow.
 #[derive(Debug)]
 pub struct PfReceiver {
-    got: Vec<bool>,
-    /// Packets held.
-    count: u64,
-    /// First missing packet.
-    cum: u64,
+    /// Packets held; its base is the first missing packet.
+    got: SegSet,
+    nseg: u64,
     pub done: bool,
 }
 
 impl PfReceiver {
     pub fn new(f: &FlowInfo, p: &PfabricParams) -> PfReceiver {
-        let nseg = f.size.0.div_ceil(p.mss).max(1);
-        PfReceiver { got: vec![false; nseg as usize], count: 0, cum: 0, done: false }
+        PfReceiver { got: SegSet::default(), nseg: f.size.0.div_ceil(p.mss).max(1), done: false }
     }
 
     fn cum_bytes(&self, f: &FlowInfo, p: &PfabricParams) -> u64 {
-        (self.cum * p.mss).min(f.size.0)
+        (self.got.base() * p.mss).min(f.size.0)
     }
 
     /// A data packet or probe arrived: acknowledge it; returns true when the flow just became
@@ -418,16 +448,9 @@ impl PfReceiver {
         let mut completed = false;
         let (a, b) = if pkt.kind == KIND_DATA {
             let s = pkt.seq / p.mss;
-            if (s as usize) < self.got.len() && !self.got[s as usize] {
-                self.got[s as usize] = true;
-                self.count += 1;
-                while (self.cum as usize) < self.got.len() && self.got[self.cum as usize] {
-                    self.cum += 1;
-                }
-                if self.count == self.got.len() as u64 && !self.done {
-                    self.done = true;
-                    completed = true;
-                }
+            if s < self.nseg && self.got.insert(s) && self.got.base() >= self.nseg && !self.done {
+                self.done = true;
+                completed = true;
             }
             // An empty range for a 0-byte flow's single packet would read as a probe ACK.
             (pkt.seq, pkt.seq + (pkt.payload as u64).max(1))
@@ -734,6 +757,31 @@ mod tests {
         assert_eq!(a.completions, vec![0]);
         h.deliver_all(Time::us(10), &a.sends);
         assert!(h.t.sender(0).is_none());
+    }
+
+    #[test]
+    fn seg_set_keeps_a_window_from_the_first_missing_index() {
+        let mut s = SegSet::default();
+        assert!(s.insert(2) && s.insert(0));
+        assert_eq!(s.base(), 1);
+        assert!(!s.insert(0) && !s.insert(2), "already held");
+        assert!(s.has(2) && !s.has(1) && !s.has(3));
+        assert!(s.insert(1));
+        assert_eq!(s.base(), 3);
+        assert!(s.flags.is_empty(), "nothing held above the base");
+    }
+
+    #[test]
+    fn a_long_lived_flow_costs_memory_for_its_flight_only() {
+        // A background flow's nominal size (u64::MAX / 4) must not size any table.
+        let mut h = H::new(serde_json::Value::Null, u64::MAX / 4);
+        let d = h.start().sends;
+        assert_eq!(d.len(), 10);
+        let acks = h.deliver_all(Time::us(5), &d);
+        let more = h.deliver_all(Time::us(10), &acks);
+        assert_eq!(more.len(), 20, "slow start: two packets per ACK");
+        assert_eq!(h.snd().acked.base(), 10);
+        assert!(h.snd().acked.flags.is_empty());
     }
 
     #[test]
