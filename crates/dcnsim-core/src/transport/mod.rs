@@ -31,18 +31,20 @@
 //! New transports live in their own module and are added to [`registry`] only.
 
 // The families (see docs/ARCHITECTURE.md, "Layers"): building blocks depend only on this
-// interface and the layers below it; protocols (window-based, receiver-driven) depend on the
+// interface and the layers below it; protocols (window-based, receiver-driven, arbitrated) depend on the
 // blocks and on their own family; the registry, the one place that names every protocol,
 // depends on all of them and nothing in `transport` depends on the registry.
+pub mod arbitration;
 pub mod blocks;
 pub mod receiver;
 pub mod registry;
 pub mod window;
 
 // Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
-pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, swift_law, tagging, tcp};
+pub use arbitration::{arbiter, pase};
+pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost};
-pub use window::{d2tcp, ictcp, l2dct, pias, ppt, ptcp, rc3, swift};
+pub use window::{d2tcp, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};

@@ -11,6 +11,8 @@ use super::homa::{Homa, HomaConfigError};
 use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
+use super::pase::{Pase, PaseConfigError};
+use super::pfabric::{Pfabric, PfabricConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
@@ -38,6 +40,8 @@ pub const PROTOCOLS: &[&str] = &[
     "ppt_swift",
     "ptcp",
     "ictcp",
+    "pfabric",
+    "pase",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -71,6 +75,10 @@ pub enum TransportError {
     Ptcp(PtcpConfigError),
     /// The ICTCP configuration is invalid.
     Ictcp(IctcpConfigError),
+    /// The pFabric end-host configuration is invalid.
+    Pfabric(PfabricConfigError),
+    /// The PASE configuration is invalid.
+    Pase(PaseConfigError),
 }
 
 impl TransportError {
@@ -90,6 +98,8 @@ impl TransportError {
             TransportError::Swift(e) => e.field(),
             TransportError::Ptcp(e) => e.field(),
             TransportError::Ictcp(e) => e.field(),
+            TransportError::Pfabric(e) => e.field(),
+            TransportError::Pase(e) => e.field(),
         }
     }
 }
@@ -113,6 +123,8 @@ impl fmt::Display for TransportError {
             TransportError::Swift(e) => write!(f, "{e}"),
             TransportError::Ptcp(e) => write!(f, "{e}"),
             TransportError::Ictcp(e) => write!(f, "{e}"),
+            TransportError::Pfabric(e) => write!(f, "{e}"),
+            TransportError::Pase(e) => write!(f, "{e}"),
         }
     }
 }
@@ -165,6 +177,8 @@ pub fn build_seeded(
         "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
         "ptcp" => Ok(Box::new(super::ptcp::from_config(cfg, net).map_err(TransportError::Ptcp)?)),
         "ictcp" => Ok(Box::new(super::ictcp::from_config(cfg, net).map_err(TransportError::Ictcp)?)),
+        "pfabric" => Ok(Box::new(Pfabric::from_config(cfg, net).map_err(TransportError::Pfabric)?)),
+        "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

@@ -10,7 +10,10 @@
 //!   of a protocol's configuration table into its own fields and TCP's;
 //! - [`pias_thresholds`]: demotion thresholds from a queueing model of the workload;
 //! - [`aeolus`]: Aeolus' first-RTT unscheduled packets with selective dropping, for any
-//!   credit/grant transport.
+//!   credit/grant transport;
+//! - [`rcvctl`]: receiver-side control of a TCP sender (advertised window, held ACKs, one-way
+//!   delay, incoming-rate meter), for PTCP, ICTCP and their kin;
+//! - [`segset`]: a set of packet indices kept as a window from the lowest missing one.
 //!
 //! Blocks depend only on the transport interface (`crate::transport`) and the layers below it
 //! (packets, units, the host model), and on one another, never on a protocol family.
@@ -20,6 +23,7 @@ pub mod cc;
 pub mod lowprio;
 pub mod pias_thresholds;
 pub mod rcvctl;
+pub mod segset;
 pub mod swift_law;
 pub mod tagging;
 pub mod tcp;

@@ -10,6 +10,7 @@
 pub mod d2tcp;
 pub mod ictcp;
 pub mod l2dct;
+pub mod pfabric;
 pub mod pias;
 pub mod ppt;
 pub mod ptcp;

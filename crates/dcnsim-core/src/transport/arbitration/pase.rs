@@ -1,0 +1,1103 @@
+//! PASE (Munir et al., "Friends, not Foes: Synthesizing Existing Transport Strategies for Data
+//! Center Networks", SIGCOMM 2014), as the `pase` protocol: per-link arbitration in a control
+//! plane (§3.1), strict-priority queues with ECN in the switches (the `priority_ecn` policy,
+//! unchanged), and a self-adjusting end host that follows the arbitrators' answers (§3.2).
+//!
+//! # What is modelled
+//! - **Arbitration (§3.1.1, Algorithm 1)** by [`crate::transport::arbiter::Arbitrator`]: flows ordered
+//!   by deadline, then remaining size; each gets a priority queue `floor(ADH / C)` and a
+//!   reference rate `min(demand, C - ADH)` (or one packet per RTT once the link is full).
+//! - **Bottom-up arbitration at the endpoints (§3.1.2)**: the source arbitrates its own access
+//!   link (host to ToR) and the destination the link into it (ToR to host). The source asks
+//!   its own arbitrator at once (no message), starts sending on that answer ("a flow starts as
+//!   soon as it receives arbitration information from the child arbitrator") and sends an
+//!   arbitration request to the destination, a real 64 B control packet at the top priority
+//!   on the data path; the destination's answer comes back the same way and the flow adopts
+//!   the combination (the lower queue, the smaller rate). Every `refresh` the source asks
+//!   again with its remaining size (the list follows "the latest FlowSize"). For traffic
+//!   inside one rack this is the paper's complete arbitration ("arbitration is done solely at
+//!   the endpoints"); links above the ToR are not arbitrated (see the choices below).
+//! - **Rate control (Algorithm 2)**, per ACK: an ECN-Echo cuts `cwnd (1 - alpha/2)` (DCTCP,
+//!   at most once per window of data); otherwise a flow in the top queue sets
+//!   `cwnd = R_ref x RTT`, a flow in an intermediate queue grows by `1/cwnd` per ACK (DCTCP's
+//!   increase) after starting at one packet when it enters that queue, and a flow in the
+//!   bottom queue keeps `cwnd = 1`. `alpha` is DCTCP's EWMA of the marked fraction per window
+//!   (gain `g`). The same rules apply when a new answer arrives, so a flow starts at
+//!   `R_ref x RTT` in the top queue (no slow start).
+//! - **Loss recovery (§3.2)**: in the top queue a timeout (`min_rto_top`) resends from the
+//!   first unacknowledged packet. In lower queues a timeout (`min_rto_other`) sends a
+//!   header-only probe in the flow's queue instead, and doubles the timeout; with `probing`
+//!   (§4.3.2) a flow in the bottom queue also probes every RTT while its data is
+//!   unacknowledged. The probe travels behind the flow's data in the same FIFO class, so when
+//!   its ACK shows a hole below the probe's position, that data was lost and is resent at once.
+//! - **Reordering guard (§3.2)**: a flow moved to a higher-priority queue sends nothing new
+//!   until every packet it already sent is acknowledged, then sends in the new queue.
+//! - **Queues**: `num_que` classes (Table 3: 8); the lowest is kept for background traffic
+//!   (§3.3: "a separate, strictly lower priority queue is maintained for background traffic"),
+//!   so arbitrated flows use `num_que - 1` queues. Background flows are not arbitrated: they
+//!   run the intermediate-queue law (DCTCP increase and decrease) in the background class.
+//!
+//! # Choices where the paper is silent (what its ns-2 setting most plausibly was)
+//! - Link capacities: the source's arbitrator has the source's link rate; the destination's
+//!   the path's bottleneck rate (the destination's access link in every topology of the paper,
+//!   where host links are the slowest).
+//! - Only the two access links are arbitrated. Arbitrators of the links above the ToR (and
+//!   early pruning and delegation, which exist to make those cheap) need control messages
+//!   that terminate at switches, which the network layer does not deliver; this is the
+//!   paper's endpoint arbitration (its Fig. 12(a) "local" variant) for flows that leave the
+//!   rack, and its full scheme inside a rack.
+//! - `demand = min(NIC rate, remaining x 8 / RTT)`: the paper says short flows ask "a lower
+//!   value" than the NIC rate; this is the rate that would finish the flow in one RTT.
+//! - Refresh once per RTT (`refresh`, default the flow's base RTT: "after one RTT all flows
+//!   obtain their global priorities"); an arbitrator forgets a flow not refreshed for
+//!   4 refresh periods; a flow that ends is removed at once by both endpoints.
+//! - RTT in `R_ref x RTT` and in the probe period: the smoothed RTT (7/8 EWMA of the samples
+//!   echoed in ACKs), the base RTT before the first sample. The base rate is one MTU per RTT.
+//! - The timeouts are `min_rto_top` / `min_rto_other` (Table 3: 10 ms, 200 ms) doubled per
+//!   consecutive expiry without progress; the paper's RTO floors dominate any RTT here.
+//! - Every data packet is acknowledged at once, with the cumulative ACK and the one packet it
+//!   answers (a one-block SACK); delivered packets are skipped when going back.
+//! - ACKs, probe ACKs and arbitration messages ride in class 0; probes in the flow's class.
+//!
+//! # Header layout
+//! Data (`KIND_DATA`, `DATA`, ECT): `seq`, `payload`, `ts` = send time, `prio` = queue. ACK
+//! (`KIND_ACK`): `ack` = cumulative byte, `[seq, aux)` = the packet answered, `aux2` bit 31 =
+//! ECN-Echo, `ts` echoed. Probe (`KIND_PROBE`): `seq` = the byte the sender had sent up to.
+//! Probe ACK (`KIND_PROBE_ACK`): `ack` = cumulative byte, `seq` echoed. Arbitration request
+//! (`KIND_ARB_REQ`): `aux` = remaining bytes, `ack` = absolute deadline in ps (`u64::MAX`:
+//! none), `aux2` = demand in kbit/s. Answer (`KIND_ARB_RESP`): `rank` = queue, `aux2` = rate
+//! in kbit/s.
+//!
+//! # Configuration (`protocol = "pase"`)
+//! `num_que` (8), `min_rto_top` ("10ms"), `min_rto_other` ("200ms"), `g` (1/16), `probing`
+//! (true), `refresh` (the flow's base RTT).
+
+use crate::config::FieldError;
+use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
+use crate::transport::arbiter::{ArbKey, Arbitrator, Decision};
+use crate::transport::segset::SegSet;
+use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
+use crate::units::{Rate, Time};
+use serde::Deserialize;
+use std::fmt;
+
+pub const KIND_DATA: u8 = 1;
+pub const KIND_ACK: u8 = 2;
+pub const KIND_PROBE: u8 = 3;
+pub const KIND_PROBE_ACK: u8 = 4;
+pub const KIND_ARB_REQ: u8 = 5;
+pub const KIND_ARB_RESP: u8 = 6;
+pub const TIMER_RTO: u8 = 1;
+pub const TIMER_PROBE: u8 = 2;
+pub const TIMER_ARB: u8 = 3;
+/// ACK `aux2` bit: ECN-Echo.
+pub const ACK_ECE: u32 = 1 << 31;
+
+/// The `[transport]` table of `protocol = "pase"` (without `protocol`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PaseConfig {
+    /// Priority queues (Table 3 `numQue`), the lowest kept for background traffic.
+    pub num_que: Option<u8>,
+    /// Timeout of flows in the top queue (Table 3 "minRTO (flows in top queue)").
+    pub min_rto_top: Option<Time>,
+    /// Timeout of flows in the other queues (Table 3 "minRTO (flows in other queues)").
+    pub min_rto_other: Option<Time>,
+    /// DCTCP's alpha gain.
+    pub g: Option<f64>,
+    /// Bottom-queue flows probe every RTT (§4.3.2).
+    pub probing: Option<bool>,
+    /// Arbitration refresh period; `None` = the flow's base RTT.
+    pub refresh: Option<Time>,
+}
+
+/// Errors of the `pase` table.
+#[derive(Debug)]
+pub enum PaseConfigError {
+    Parse(FieldError),
+    OutOfRange { field: String, value: String, fix: String },
+}
+
+impl PaseConfigError {
+    /// The offending key, e.g. `transport.num_que`.
+    pub fn field(&self) -> String {
+        match self {
+            PaseConfigError::Parse(e) => e.field(),
+            PaseConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
+        }
+    }
+}
+
+impl fmt::Display for PaseConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PaseConfigError::Parse(e) => write!(f, "{e}"),
+            PaseConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
+        }
+    }
+}
+
+impl std::error::Error for PaseConfigError {}
+
+/// Resolved PASE parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaseParams {
+    pub mtu: u64,
+    pub mss: u64,
+    pub header: u64,
+    pub ctrl_size: u64,
+    pub num_que: u8,
+    pub min_rto_top: Time,
+    pub min_rto_other: Time,
+    pub g: f64,
+    pub probing: bool,
+    pub refresh: Option<Time>,
+}
+
+impl PaseParams {
+    pub fn from_config(cfg: &serde_json::Value, net: &NetInfo) -> Result<PaseParams, PaseConfigError> {
+        let c: PaseConfig = if cfg.is_null() {
+            PaseConfig::default()
+        } else {
+            crate::config::from_table(cfg, "transport").map_err(PaseConfigError::Parse)?
+        };
+        let bad =
+            |field: &str, value: String, fix: String| PaseConfigError::OutOfRange { field: field.into(), value, fix };
+        let classes = net.priorities.clamp(1, 8);
+        let num_que = c.num_que.unwrap_or(8);
+        if num_que < 2 || num_que > classes {
+            return Err(bad(
+                "num_que",
+                num_que.to_string(),
+                format!("must be in 2..={classes} (network.priorities; PASE: 8, the lowest for background traffic)"),
+            ));
+        }
+        let min_rto_top = c.min_rto_top.unwrap_or(Time::ms(10));
+        let min_rto_other = c.min_rto_other.unwrap_or(Time::ms(200));
+        for (name, v) in [("min_rto_top", min_rto_top), ("min_rto_other", min_rto_other)] {
+            if v == Time::ZERO {
+                return Err(bad(name, "\"0ps\"".into(), "must be > 0 (PASE: 10 ms top queue, 200 ms others)".into()));
+            }
+        }
+        let g = c.g.unwrap_or(1.0 / 16.0);
+        if !(g > 0.0 && g <= 1.0) {
+            return Err(bad("g", g.to_string(), "must be in (0, 1]; DCTCP uses 1/16".into()));
+        }
+        if c.refresh == Some(Time::ZERO) {
+            return Err(bad("refresh", "\"0ps\"".into(), "must be > 0; remove it for one base RTT".into()));
+        }
+        if net.mtu.0 <= net.header.0 {
+            return Err(bad("mtu", net.mtu.0.to_string(), "the MTU must exceed the header (network.mtu)".into()));
+        }
+        Ok(PaseParams {
+            mtu: net.mtu.0,
+            mss: net.mss(),
+            header: net.header.0,
+            ctrl_size: net.ctrl_size.0,
+            num_que,
+            min_rto_top,
+            min_rto_other,
+            g,
+            probing: c.probing.unwrap_or(true),
+            refresh: c.refresh,
+        })
+    }
+
+    /// Queues arbitrated flows use (the lowest class is kept for background traffic).
+    pub fn flow_queues(&self) -> u8 {
+        self.num_que - 1
+    }
+    pub fn bottom(&self) -> u8 {
+        self.num_que - 2
+    }
+    fn refresh(&self, f: &FlowInfo) -> Time {
+        self.refresh.unwrap_or(Time(f.base_rtt.0.max(1)))
+    }
+}
+
+fn kbps(r: Rate) -> u32 {
+    (r.0 / 1000).min(u32::MAX as u64) as u32
+}
+
+/// Sender state of one flow.
+#[derive(Debug)]
+pub struct PaseSender {
+    size: u64,
+    nseg: u64,
+    acked: SegSet,
+    acked_bytes: u64,
+    una: u64,
+    nxt: u64,
+    high: u64,
+    outstanding: u64,
+    /// Window, packets.
+    pub cwnd: f64,
+    pub alpha: f64,
+    win_end: u64,
+    win_acked: u64,
+    win_marked: u64,
+    cwr_end: u64,
+    /// Class of the packets sent now.
+    pub queue: u8,
+    /// A higher queue waiting for the flight to drain (reordering guard).
+    pub pending_up: Option<u8>,
+    pub inter: bool,
+    /// The source's own answer and the destination's (once received).
+    pub src_dec: Decision,
+    pub dst_dec: Option<Decision>,
+    pub rref: Rate,
+    pub srtt: Option<Time>,
+    background: bool,
+    backoff: u32,
+    last_progress: Time,
+    rto_timer: TimerSlot,
+    probe_timer: TimerSlot,
+    arb_timer: TimerSlot,
+    pub probes: u64,
+    pub stats: FlowStats,
+}
+
+impl PaseSender {
+    fn new(f: &FlowInfo, p: &PaseParams, src_dec: Decision) -> PaseSender {
+        let nseg = f.size.0.div_ceil(p.mss).max(1);
+        PaseSender {
+            size: f.size.0,
+            nseg,
+            acked: SegSet::default(),
+            acked_bytes: 0,
+            una: 0,
+            nxt: 0,
+            high: 0,
+            outstanding: 0,
+            cwnd: 1.0,
+            alpha: 1.0,
+            win_end: 0,
+            win_acked: 0,
+            win_marked: 0,
+            cwr_end: 0,
+            queue: if f.background { p.num_que - 1 } else { src_dec.queue },
+            pending_up: None,
+            inter: f.background,
+            src_dec,
+            dst_dec: None,
+            rref: src_dec.rate,
+            srtt: None,
+            background: f.background,
+            backoff: 0,
+            last_progress: f.start,
+            rto_timer: TimerSlot::default(),
+            probe_timer: TimerSlot::default(),
+            arb_timer: TimerSlot::default(),
+            probes: 0,
+            stats: FlowStats::default(),
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.una >= self.nseg
+    }
+    pub fn remaining(&self) -> u64 {
+        self.size - self.acked_bytes
+    }
+    pub fn outstanding(&self) -> u64 {
+        self.outstanding
+    }
+    fn rtt(&self, f: &FlowInfo) -> Time {
+        self.srtt.unwrap_or(f.base_rtt)
+    }
+    fn seg_len(&self, s: u64, mss: u64) -> u64 {
+        self.size.saturating_sub(s * mss).min(mss)
+    }
+    /// `R_ref x RTT` in packets (at least 1).
+    fn top_window(&self, f: &FlowInfo, p: &PaseParams) -> f64 {
+        let bytes = self.rref.0 as f64 * self.rtt(f).as_secs_f64() / 8.0;
+        (bytes / p.mtu as f64).max(1.0)
+    }
+    /// Algorithm 2 without the ECN branch: the window an unmarked ACK (or a new answer) sets.
+    fn adjust(&mut self, f: &FlowInfo, p: &PaseParams, acked: u64) {
+        if self.background {
+            for _ in 0..acked {
+                self.cwnd += 1.0 / self.cwnd;
+            }
+            return;
+        }
+        let q = self.queue;
+        if q == 0 {
+            self.cwnd = self.top_window(f, p);
+            self.inter = false;
+        } else if q < p.bottom() {
+            if self.inter {
+                for _ in 0..acked {
+                    self.cwnd += 1.0 / self.cwnd;
+                }
+            } else {
+                self.inter = true;
+                self.cwnd = 1.0;
+            }
+        } else {
+            self.cwnd = 1.0;
+            self.inter = false;
+        }
+    }
+
+    fn rto(&self, p: &PaseParams) -> Time {
+        let base = if self.queue == 0 { p.min_rto_top } else { p.min_rto_other };
+        Time(base.0.saturating_mul(1u64 << self.backoff.min(16)))
+    }
+
+    fn arm_rto(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        let at = ctx.now + self.rto(p);
+        let gen = self.rto_timer.arm(at);
+        ctx.out.timer(at, token(f.id, TIMER_RTO, gen));
+    }
+
+    fn arm_probe(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        if p.probing && !self.background && self.queue == p.bottom() && !self.probe_timer.is_armed() {
+            let at = ctx.now + self.rtt(f);
+            let gen = self.probe_timer.arm(at);
+            ctx.out.timer(at, token(f.id, TIMER_PROBE, gen));
+        }
+    }
+
+    /// A new path answer (the source's own combined with the destination's, if any).
+    pub fn apply(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        if self.background {
+            return;
+        }
+        let d = match self.dst_dec {
+            Some(d) => self.src_dec.combine(d),
+            None => self.src_dec,
+        };
+        self.rref = d.rate;
+        if d.queue < self.queue && self.outstanding > 0 {
+            // Reordering guard: wait for the flight before sending in the higher queue.
+            self.pending_up = Some(d.queue);
+        } else {
+            self.pending_up = None;
+            self.queue = d.queue;
+        }
+        self.adjust(f, p, 0);
+        self.fill(ctx, f, p);
+    }
+
+    /// Send what the window allows.
+    pub fn fill(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        if let Some(q) = self.pending_up {
+            if self.outstanding > 0 {
+                return;
+            }
+            self.queue = q;
+            self.pending_up = None;
+            self.adjust(f, p, 0);
+        }
+        let window = (self.cwnd.floor() as u64).max(1);
+        let mut sent = false;
+        while self.outstanding < window {
+            while self.nxt < self.nseg && self.acked.has(self.nxt) {
+                self.nxt += 1;
+            }
+            if self.nxt >= self.nseg {
+                break;
+            }
+            let s = self.nxt;
+            let len = self.seg_len(s, p.mss);
+            if s < self.high {
+                self.stats.retx_bytes += len;
+            }
+            ctx.out.send(Packet {
+                src: f.src,
+                dst: f.dst,
+                flow: f.id,
+                size: (len + p.header) as u32,
+                prio: self.queue,
+                ecn: Ecn::Ect,
+                flags: PacketFlags(PacketFlags::DATA),
+                kind: KIND_DATA,
+                payload: len as u32,
+                seq: s * p.mss,
+                ts: ctx.now,
+                ..Default::default()
+            });
+            self.nxt += 1;
+            self.high = self.high.max(self.nxt);
+            self.outstanding += 1;
+            sent = true;
+        }
+        if sent && !self.rto_timer.is_armed() {
+            self.arm_rto(ctx, f, p);
+        }
+        if self.outstanding > 0 {
+            self.arm_probe(ctx, f, p);
+        }
+    }
+
+    fn send_probe(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        self.probes += 1;
+        ctx.out.send(Packet {
+            src: f.src,
+            dst: f.dst,
+            flow: f.id,
+            size: p.ctrl_size as u32,
+            prio: self.queue,
+            kind: KIND_PROBE,
+            seq: self.nxt * p.mss,
+            ts: ctx.now,
+            ..Default::default()
+        });
+    }
+
+    fn mark(&mut self, s: u64, mss: u64) -> bool {
+        if s < self.high && self.acked.insert(s) {
+            self.acked_bytes += self.seg_len(s, mss);
+            if s < self.nxt {
+                self.outstanding = self.outstanding.saturating_sub(1);
+            }
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Apply a cumulative ACK of `ack` bytes; newly acknowledged packets.
+    fn cumulative(&mut self, ack: u64, mss: u64) -> u64 {
+        let cum = if ack >= self.size { self.nseg } else { ack / mss };
+        let mut newly = 0;
+        let mut s = self.una;
+        while s < cum.min(self.high) {
+            newly += self.mark(s, mss) as u64;
+            s += 1;
+        }
+        self.una = self.acked.base();
+        newly
+    }
+
+    /// A data ACK reached the sender.
+    pub fn on_ack(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, pkt: &Packet) {
+        if pkt.ts <= ctx.now {
+            let r = ctx.now - pkt.ts;
+            self.srtt = Some(match self.srtt {
+                None => r,
+                Some(s) => Time((s.0 * 7 + r.0) / 8),
+            });
+        }
+        let mut newly = 0;
+        if pkt.aux > pkt.seq {
+            newly += self.mark(pkt.seq / p.mss, p.mss) as u64;
+            self.una = self.acked.base();
+        }
+        newly += self.cumulative(pkt.ack, p.mss);
+        let ece = pkt.aux2 & ACK_ECE != 0;
+        // DCTCP's observation window: one window of data.
+        self.win_acked += newly;
+        if ece {
+            self.win_marked += newly;
+        }
+        if self.una >= self.win_end && self.win_acked > 0 {
+            let frac = self.win_marked as f64 / self.win_acked as f64;
+            self.alpha = (1.0 - p.g) * self.alpha + p.g * frac;
+            self.win_acked = 0;
+            self.win_marked = 0;
+            self.win_end = self.high;
+        }
+        if ece {
+            if self.una >= self.cwr_end {
+                self.cwnd = (self.cwnd * (1.0 - self.alpha / 2.0)).max(1.0);
+                self.cwr_end = self.high;
+            }
+        } else {
+            self.adjust(f, p, newly);
+        }
+        if newly > 0 {
+            self.backoff = 0;
+            self.last_progress = ctx.now;
+        }
+        if self.is_done() {
+            self.rto_timer.cancel();
+            self.probe_timer.cancel();
+            self.arb_timer.cancel();
+            return;
+        }
+        if newly > 0 {
+            self.arm_rto(ctx, f, p);
+        }
+        self.fill(ctx, f, p);
+    }
+
+    /// The ACK of a probe: a hole below the probe's position means lost data: resend it.
+    pub fn on_probe_ack(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, pkt: &Packet) {
+        let newly = self.cumulative(pkt.ack, p.mss);
+        if newly > 0 {
+            self.backoff = 0;
+            self.last_progress = ctx.now;
+        }
+        if self.is_done() {
+            self.rto_timer.cancel();
+            self.probe_timer.cancel();
+            self.arb_timer.cancel();
+            return;
+        }
+        let boundary = pkt.seq / p.mss;
+        if self.una < boundary {
+            // Everything sent before the probe and still unacknowledged was lost.
+            self.nxt = self.una;
+            self.outstanding = 0;
+            self.backoff = 0;
+            self.last_progress = ctx.now;
+            self.arm_rto(ctx, f, p);
+        }
+        self.fill(ctx, f, p);
+    }
+
+    pub fn on_rto(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, gen: u32) {
+        if !self.rto_timer.fire(gen) || self.is_done() {
+            return;
+        }
+        self.stats.timeouts += 1;
+        if self.queue == 0 && !self.background {
+            self.nxt = self.una;
+            self.outstanding = 0;
+            self.backoff += 1;
+            self.fill(ctx, f, p);
+        } else {
+            self.send_probe(ctx, f, p);
+            self.backoff += 1;
+        }
+        if !self.rto_timer.is_armed() {
+            self.arm_rto(ctx, f, p);
+        }
+    }
+
+    pub fn on_probe_timer(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, gen: u32) {
+        if !self.probe_timer.fire(gen) || self.is_done() {
+            return;
+        }
+        if self.outstanding > 0 && self.queue == p.bottom() && ctx.now - self.last_progress >= self.rtt(f) {
+            self.send_probe(ctx, f, p);
+        }
+        if self.outstanding > 0 {
+            self.arm_probe(ctx, f, p);
+        }
+    }
+}
+
+/// Receiver state of one flow.
+#[derive(Debug)]
+pub struct PaseReceiver {
+    /// Packets held; its base is the first missing packet.
+    got: SegSet,
+    nseg: u64,
+    pub done: bool,
+}
+
+impl PaseReceiver {
+    fn new(f: &FlowInfo, p: &PaseParams) -> PaseReceiver {
+        PaseReceiver { got: SegSet::default(), nseg: f.size.0.div_ceil(p.mss).max(1), done: false }
+    }
+    fn cum_bytes(&self, f: &FlowInfo, p: &PaseParams) -> u64 {
+        (self.got.base() * p.mss).min(f.size.0)
+    }
+    /// Data: acknowledge it (ECN-Echo if it was marked); true when the flow just completed.
+    fn on_data(&mut self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, pkt: &Packet) -> bool {
+        let s = pkt.seq / p.mss;
+        let mut completed = false;
+        if s < self.nseg && self.got.insert(s) && self.got.base() >= self.nseg && !self.done {
+            self.done = true;
+            completed = true;
+        }
+        ctx.out.send(Packet {
+            src: f.dst,
+            dst: f.src,
+            flow: f.id,
+            size: p.ctrl_size as u32,
+            kind: KIND_ACK,
+            ack: self.cum_bytes(f, p),
+            seq: pkt.seq,
+            aux: pkt.seq + (pkt.payload as u64).max(1),
+            aux2: if pkt.ecn == Ecn::Ce { ACK_ECE } else { 0 },
+            ts: pkt.ts,
+            ..Default::default()
+        });
+        completed
+    }
+    fn on_probe(&self, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams, pkt: &Packet) {
+        ctx.out.send(Packet {
+            src: f.dst,
+            dst: f.src,
+            flow: f.id,
+            size: p.ctrl_size as u32,
+            kind: KIND_PROBE_ACK,
+            ack: self.cum_bytes(f, p),
+            seq: pkt.seq,
+            ts: pkt.ts,
+            ..Default::default()
+        });
+    }
+}
+
+/// The `pase` transport: every host's senders, receivers and access-link arbitrators.
+pub struct Pase {
+    params: PaseParams,
+    senders: Vec<Option<Box<PaseSender>>>,
+    receivers: Vec<Option<Box<PaseReceiver>>>,
+    stats: Vec<FlowStats>,
+    /// Per host: the arbitrator of its uplink (host to ToR) and of its downlink.
+    up: Vec<Option<Arbitrator>>,
+    down: Vec<Option<Arbitrator>>,
+}
+
+impl Pase {
+    pub fn from_config(cfg: &serde_json::Value, net: &NetInfo) -> Result<Pase, PaseConfigError> {
+        Ok(Pase::new(PaseParams::from_config(cfg, net)?))
+    }
+    pub fn new(params: PaseParams) -> Pase {
+        Pase { params, senders: Vec::new(), receivers: Vec::new(), stats: Vec::new(), up: Vec::new(), down: Vec::new() }
+    }
+    pub fn sender(&self, f: FlowId) -> Option<&PaseSender> {
+        self.senders.get(f as usize).and_then(|s| s.as_deref())
+    }
+    /// The arbitrator of `host`'s uplink, once used.
+    pub fn uplink(&self, host: u32) -> Option<&Arbitrator> {
+        self.up.get(host as usize).and_then(|a| a.as_ref())
+    }
+    /// The arbitrator of `host`'s downlink, once used.
+    pub fn downlink(&self, host: u32) -> Option<&Arbitrator> {
+        self.down.get(host as usize).and_then(|a| a.as_ref())
+    }
+    fn ensure(&mut self, flows: usize, host: u32) {
+        if self.senders.len() < flows {
+            self.senders.resize_with(flows, || None);
+            self.receivers.resize_with(flows, || None);
+            self.stats.resize(flows, FlowStats::default());
+        }
+        if self.up.len() <= host as usize {
+            self.up.resize_with(host as usize + 1, || None);
+            self.down.resize_with(host as usize + 1, || None);
+        }
+    }
+
+    /// The flow's request: its key, demand, base rate and time to live.
+    fn request(p: &PaseParams, f: &FlowInfo, remaining: u64, rtt: Time) -> (ArbKey, Rate, Rate, Time) {
+        let key = ArbKey { deadline: f.deadline.map(|d| f.start + d), remaining, flow: f.id };
+        let secs = rtt.as_secs_f64().max(1e-12);
+        let demand = Rate(f.host_rate.0.min((remaining as f64 * 8.0 / secs) as u64).max(1));
+        let base = Rate(((p.mtu * 8) as f64 / secs) as u64);
+        (key, demand, base, Time(p.refresh(f).0.saturating_mul(4)))
+    }
+
+    /// The source arbitrates its uplink and asks the destination for its downlink.
+    fn arbitrate_at_source(&mut self, ctx: &mut Ctx, f: &FlowInfo, remaining: u64, rtt: Time) -> Decision {
+        let p = &self.params;
+        let (key, demand, base, ttl) = Pase::request(p, f, remaining, rtt);
+        let q = p.flow_queues();
+        let arb = self.up[f.src as usize].get_or_insert_with(|| Arbitrator::new(f.host_rate, q));
+        let d = arb.arbitrate(ctx.now, key, demand, base, ttl);
+        ctx.out.send(Packet {
+            src: f.src,
+            dst: f.dst,
+            flow: f.id,
+            size: p.ctrl_size as u32,
+            kind: KIND_ARB_REQ,
+            aux: remaining,
+            ack: key.deadline.map_or(u64::MAX, |t| t.0),
+            aux2: kbps(demand),
+            ts: ctx.now,
+            ..Default::default()
+        });
+        d
+    }
+
+    fn arm_refresh(s: &mut PaseSender, ctx: &mut Ctx, f: &FlowInfo, p: &PaseParams) {
+        let at = ctx.now + p.refresh(f);
+        let gen = s.arb_timer.arm(at);
+        ctx.out.timer(at, token(f.id, TIMER_ARB, gen));
+    }
+
+    fn finish(&mut self, id: usize, src: u32) {
+        if let Some(s) = self.senders[id].take() {
+            self.stats[id] = s.stats;
+        }
+        if let Some(a) = self.up[src as usize].as_mut() {
+            a.remove(id as FlowId);
+        }
+    }
+}
+
+impl Transport for Pase {
+    fn name(&self) -> &'static str {
+        "pase"
+    }
+
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let f = &ctx.flows[flow as usize];
+        self.ensure(ctx.flows.len(), f.src.max(f.dst));
+        let d = if f.background {
+            Decision { queue: self.params.num_que - 1, rate: f.host_rate }
+        } else {
+            self.arbitrate_at_source(ctx, f, f.size.0, f.base_rtt)
+        };
+        let p = &self.params;
+        let mut s = Box::new(PaseSender::new(f, p, d));
+        if !f.background {
+            Pase::arm_refresh(&mut s, ctx, f, p);
+        }
+        s.apply(ctx, f, p);
+        if f.background {
+            s.fill(ctx, f, p);
+        }
+        self.senders[flow as usize] = Some(s);
+    }
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        let id = pkt.flow as usize;
+        if id >= ctx.flows.len() {
+            return;
+        }
+        let f = &ctx.flows[id];
+        self.ensure(ctx.flows.len(), f.src.max(f.dst));
+        let p = &self.params;
+        if ctx.host == f.dst {
+            match pkt.kind {
+                KIND_DATA => {
+                    let r = self.receivers[id].get_or_insert_with(|| Box::new(PaseReceiver::new(f, p)));
+                    if r.on_data(ctx, f, p, pkt) {
+                        ctx.out.complete(f.id);
+                        if let Some(a) = self.down[f.dst as usize].as_mut() {
+                            a.remove(f.id);
+                        }
+                    }
+                }
+                KIND_PROBE => {
+                    let r = self.receivers[id].get_or_insert_with(|| Box::new(PaseReceiver::new(f, p)));
+                    r.on_probe(ctx, f, p, pkt);
+                }
+                KIND_ARB_REQ => {
+                    if self.receivers[id].as_ref().is_some_and(|r| r.done) {
+                        return;
+                    }
+                    let key = ArbKey {
+                        deadline: (pkt.ack != u64::MAX).then_some(Time(pkt.ack)),
+                        remaining: pkt.aux,
+                        flow: f.id,
+                    };
+                    let demand = Rate(pkt.aux2 as u64 * 1000);
+                    let (_, _, base, ttl) = Pase::request(p, f, pkt.aux, f.base_rtt);
+                    let arb =
+                        self.down[f.dst as usize].get_or_insert_with(|| Arbitrator::new(f.path_rate, p.flow_queues()));
+                    let d = arb.arbitrate(ctx.now, key, demand, base, ttl);
+                    ctx.out.send(Packet {
+                        src: f.dst,
+                        dst: f.src,
+                        flow: f.id,
+                        size: p.ctrl_size as u32,
+                        kind: KIND_ARB_RESP,
+                        rank: d.queue as u32,
+                        aux2: kbps(d.rate),
+                        ts: pkt.ts,
+                        ..Default::default()
+                    });
+                }
+                _ => {}
+            }
+            return;
+        }
+        if ctx.host != f.src {
+            return;
+        }
+        let Some(s) = self.senders[id].as_mut() else { return };
+        match pkt.kind {
+            KIND_ACK => s.on_ack(ctx, f, p, pkt),
+            KIND_PROBE_ACK => s.on_probe_ack(ctx, f, p, pkt),
+            KIND_ARB_RESP => {
+                s.dst_dec = Some(Decision { queue: pkt.rank as u8, rate: Rate(pkt.aux2 as u64 * 1000) });
+                s.apply(ctx, f, p);
+            }
+            _ => {}
+        }
+        if s.is_done() {
+            self.finish(id, f.src);
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, tok: u64) {
+        let (flow, kind, gen) = untoken(tok);
+        let id = flow as usize;
+        if id >= self.senders.len() {
+            return;
+        }
+        let f = &ctx.flows[id];
+        let Some(s) = self.senders[id].as_mut() else { return };
+        let p = &self.params;
+        match kind {
+            TIMER_RTO => s.on_rto(ctx, f, p, gen),
+            TIMER_PROBE => s.on_probe_timer(ctx, f, p, gen),
+            TIMER_ARB => {
+                if !s.arb_timer.fire(gen) || s.is_done() {
+                    return;
+                }
+                let (remaining, rtt) = (s.remaining(), s.rtt(f));
+                let d = self.arbitrate_at_source(ctx, f, remaining, rtt);
+                let p = &self.params;
+                let Some(s) = self.senders[id].as_mut() else { return };
+                s.src_dec = d;
+                Pase::arm_refresh(s, ctx, f, p);
+                s.apply(ctx, f, p);
+            }
+            _ => {}
+        }
+    }
+
+    fn flow_stats(&self, flow: FlowId) -> FlowStats {
+        match self.sender(flow) {
+            Some(s) => s.stats,
+            None => self.stats.get(flow as usize).copied().unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::NodeId;
+    use crate::transport::Actions;
+    use crate::units::Bytes;
+
+    const MSS: u64 = 1460;
+
+    fn flow(id: FlowId, src: NodeId, dst: NodeId, size: u64) -> FlowInfo {
+        FlowInfo {
+            id,
+            src,
+            dst,
+            size: Bytes(size),
+            start: Time::ZERO,
+            base_rtt: Time::us(12),
+            path_rate: Rate::gbps(10),
+            host_rate: Rate::gbps(10),
+            deadline: None,
+            background: false,
+        }
+    }
+
+    struct H {
+        t: Pase,
+        flows: Vec<FlowInfo>,
+    }
+
+    impl H {
+        fn new(cfg: serde_json::Value, flows: Vec<FlowInfo>) -> H {
+            let net = NetInfo::for_tests(1500, Time::us(12), Rate::gbps(10));
+            H { t: Pase::from_config(&cfg, &net).unwrap(), flows }
+        }
+        fn call(&mut self, now: Time, host: NodeId, f: impl FnOnce(&mut Pase, &mut Ctx)) -> Actions {
+            let mut out = Actions::new();
+            let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+            f(&mut self.t, &mut ctx);
+            out
+        }
+        fn start(&mut self, f: FlowId) -> Actions {
+            let host = self.flows[f as usize].src;
+            self.call(Time::ZERO, host, |t, c| t.start_flow(c, f))
+        }
+        fn deliver(&mut self, now: Time, p: &Packet) -> Actions {
+            self.call(now, p.dst, |t, c| t.on_packet(c, p))
+        }
+        fn deliver_all(&mut self, now: Time, ps: &[Packet]) -> Vec<Packet> {
+            ps.iter().flat_map(|p| self.deliver(now, p).sends).collect()
+        }
+        fn fire(&mut self, now: Time, host: NodeId, tok: u64) -> Actions {
+            self.call(now, host, |t, c| t.on_timer(c, tok))
+        }
+        fn snd(&self, f: FlowId) -> &PaseSender {
+            self.t.sender(f).unwrap()
+        }
+    }
+
+    fn data(ps: &[Packet]) -> Vec<Packet> {
+        ps.iter().filter(|p| p.kind == KIND_DATA).copied().collect()
+    }
+    fn of_kind(ps: &[Packet], kind: u8) -> Vec<Packet> {
+        ps.iter().filter(|p| p.kind == kind).copied().collect()
+    }
+    /// The latest timer of `kind` in `a`.
+    fn timer(a: &Actions, kind: u8) -> (Time, u64) {
+        *a.timers.iter().rev().find(|t| untoken(t.1).1 == kind).expect("timer armed")
+    }
+
+    #[test]
+    fn start_in_top_queue_sends_rref_times_rtt_and_asks_the_destination() {
+        let mut h = H::new(serde_json::Value::Null, vec![flow(0, 0, 1, 100 * MSS)]);
+        let a = h.start(0);
+        // Alone on its uplink: top queue, R_ref = demand = min(10 Gbps, 146 000 B x 8 / 12 us)
+        // = 10 Gbps; cwnd = 10 Gbps x 12 us / (8 x 1500 B) = 10 packets.
+        let d = data(&a.sends);
+        assert_eq!(d.len(), 10);
+        assert!(d.iter().all(|p| p.prio == 0 && p.ecn == Ecn::Ect));
+        let req = of_kind(&a.sends, KIND_ARB_REQ);
+        assert_eq!(req.len(), 1);
+        assert_eq!((req[0].aux, req[0].aux2, req[0].ack, req[0].prio), (100 * MSS, 10_000_000, u64::MAX, 0));
+        assert_eq!(timer(&a, TIMER_ARB).0, Time::us(12), "refresh every base RTT");
+        assert_eq!(timer(&a, TIMER_RTO).0, Time::ms(10), "top-queue timeout");
+        assert_eq!(h.t.uplink(0).unwrap().requests(), 1);
+    }
+
+    /// Two flows into host 2 from different hosts: each source's uplink puts its flow on top,
+    /// the destination's downlink arbitrator does not.
+    fn two_into_one() -> (H, Vec<Packet>, Vec<Packet>) {
+        let mut h = H::new(serde_json::Value::Null, vec![flow(0, 0, 2, 100 * MSS), flow(1, 1, 2, 200 * MSS)]);
+        let a0 = h.start(0).sends;
+        let a1 = h.start(1).sends;
+        (h, a0, a1)
+    }
+
+    #[test]
+    fn destination_arbitration_demotes_the_larger_flow_to_an_intermediate_queue() {
+        let (mut h, a0, a1) = two_into_one();
+        let r0 = h.deliver_all(Time::us(3), &of_kind(&a0, KIND_ARB_REQ));
+        assert_eq!((r0[0].kind, r0[0].rank, r0[0].aux2), (KIND_ARB_RESP, 0, 10_000_000));
+        // Flow 1 ranks below flow 0 (larger): ADH = 10 Gbps = C -> queue 1, base rate one
+        // MTU per RTT = 1500 x 8 / 12 us = 1 Gbps.
+        let r1 = h.deliver_all(Time::us(3), &of_kind(&a1, KIND_ARB_REQ));
+        assert_eq!((r1[0].rank, r1[0].aux2), (1, 1_000_000));
+        assert_eq!(h.t.downlink(2).unwrap().requests(), 2);
+        let sent = h.deliver_all(Time::us(6), &r1);
+        assert!(sent.is_empty(), "10 packets already out, the new window is 1");
+        let s = h.snd(1);
+        assert_eq!((s.queue, s.cwnd, s.inter, s.rref), (1, 1.0, true, Rate::gbps(1)));
+        // An unmarked ACK in an intermediate queue: cwnd = 1 + 1/1 = 2 (DCTCP increase); the
+        // first window ends at once and alpha = 15/16 x 1 + 1/16 x 0 = 0.9375.
+        let acks = h.deliver_all(Time::us(8), &data(&a1)[..1]);
+        h.deliver_all(Time::us(10), &acks);
+        assert_eq!(h.snd(1).cwnd, 2.0);
+        assert_eq!(h.snd(1).alpha, 0.9375);
+        // A marked ACK: cwnd = 2 x (1 - 0.9375 / 2) = 1.0625.
+        let mut ce = data(&a1)[1];
+        ce.ecn = Ecn::Ce;
+        let acks = h.deliver_all(Time::us(11), &[ce]);
+        assert_eq!(acks[0].aux2 & ACK_ECE, ACK_ECE);
+        h.deliver_all(Time::us(12), &acks);
+        assert_eq!(h.snd(1).cwnd, 1.0625);
+    }
+
+    #[test]
+    fn reordering_guard_holds_a_promoted_flow_until_its_flight_is_acknowledged() {
+        let (mut h, a0, a1) = two_into_one();
+        h.deliver_all(Time::us(3), &of_kind(&a0, KIND_ARB_REQ));
+        let r1 = h.deliver_all(Time::us(3), &of_kind(&a1, KIND_ARB_REQ));
+        h.deliver_all(Time::us(6), &r1);
+        // Flow 1 in queue 1 with 10 packets out. Flow 0 runs to its end.
+        let acks0 = h.deliver_all(Time::us(7), &data(&a0));
+        let more0 = h.deliver_all(Time::us(8), &acks0);
+        let rest: Vec<Packet> = data(&more0);
+        let mut pending = rest;
+        let mut t = 9;
+        while !pending.is_empty() {
+            let acks = h.deliver_all(Time::us(t), &pending);
+            pending = data(&h.deliver_all(Time::us(t + 1), &acks));
+            t += 2;
+        }
+        // Flow 0 is done; the destination forgot it and holds flow 1 alone.
+        assert!(h.t.sender(0).is_none());
+        assert_eq!(h.t.downlink(2).unwrap().len(), 1);
+        // Flow 1 refreshes: the destination now puts it on top.
+        // Its refresh timer (generation 1, armed at its start) fires.
+        let refresh = h.fire(Time::us(t), 1, token(1, TIMER_ARB, 1));
+        let r = h.deliver_all(Time::us(t + 1), &of_kind(&refresh.sends, KIND_ARB_REQ));
+        assert_eq!(r[0].rank, 0);
+        let sent = h.deliver_all(Time::us(t + 2), &r);
+        // Its first ten packets are still unacknowledged: nothing new is sent.
+        assert!(sent.is_empty());
+        assert_eq!(h.snd(1).pending_up, Some(0));
+        assert_eq!(h.snd(1).queue, 1);
+        // The flight drains: then the flow moves up and sends a full R_ref x RTT window.
+        let old: Vec<Packet> = data(&a1);
+        let acks = h.deliver_all(Time::us(t + 3), &old);
+        let sent = data(&h.deliver_all(Time::us(t + 4), &acks));
+        assert_eq!(h.snd(1).queue, 0);
+        assert!(h.snd(1).pending_up.is_none());
+        assert!(!sent.is_empty() && sent.iter().all(|p| p.prio == 0));
+    }
+
+    #[test]
+    fn bottom_queue_probe_reveals_a_loss_and_the_packet_is_resent() {
+        // 3 queues: 0 top, 1 bottom for flows, 2 background.
+        let cfg = serde_json::json!({"num_que": 3});
+        let mut h = H::new(cfg, vec![flow(0, 0, 2, 100 * MSS), flow(1, 1, 2, 200 * MSS)]);
+        let a0 = h.start(0).sends;
+        let a1 = h.start(1).sends;
+        h.deliver_all(Time::us(3), &of_kind(&a0, KIND_ARB_REQ));
+        let r1 = h.deliver_all(Time::us(3), &of_kind(&a1, KIND_ARB_REQ));
+        assert_eq!(r1[0].rank, 1, "the bottom queue");
+        let resp = h.deliver(Time::us(6), &r1[0]);
+        assert_eq!(h.snd(1).cwnd, 1.0);
+        // Every packet of its first window is lost. A probe timer runs one RTT (12 us).
+        let (at, tok) = timer(&resp, TIMER_PROBE);
+        assert_eq!(at, Time::us(18));
+        let pr = h.fire(at, 1, tok);
+        let probe = of_kind(&pr.sends, KIND_PROBE);
+        assert_eq!(probe.len(), 1);
+        assert_eq!((probe[0].prio, probe[0].seq, probe[0].size), (1, 10 * MSS, 64));
+        let pack = h.deliver_all(Time::us(20), &probe);
+        assert_eq!((pack[0].kind, pack[0].ack), (KIND_PROBE_ACK, 0));
+        // The probe arrived, the data sent before it did not: resend from packet 0, one packet.
+        let resent = data(&h.deliver_all(Time::us(22), &pack));
+        assert_eq!(resent.iter().map(|p| p.seq / MSS).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(resent[0].prio, 1);
+        assert_eq!(h.snd(1).stats.retx_bytes, MSS);
+    }
+
+    #[test]
+    fn lower_queue_timeout_sends_a_probe_and_backs_off() {
+        let cfg = serde_json::json!({"probing": false});
+        let mut h = H::new(cfg, vec![flow(0, 0, 2, 100 * MSS), flow(1, 1, 2, 200 * MSS)]);
+        let a0 = h.start(0).sends;
+        let a1 = h.start(1).sends;
+        h.deliver_all(Time::us(3), &of_kind(&a0, KIND_ARB_REQ));
+        let r1 = h.deliver_all(Time::us(3), &of_kind(&a1, KIND_ARB_REQ));
+        let resp = h.deliver(Time::us(6), &r1[0]);
+        assert!(resp.timers.iter().all(|t| untoken(t.1).1 != TIMER_PROBE), "probing off");
+        // The RTO armed at the start (top queue, 10 ms) fires while the flow is in queue 1:
+        // a probe instead of data (generation 1: the only arming), and the next timeout is
+        // 200 ms x 2 later.
+        let t = h.fire(Time::ms(10), 1, token(1, TIMER_RTO, 1));
+        assert_eq!(of_kind(&t.sends, KIND_PROBE).len(), 1);
+        assert!(data(&t.sends).is_empty());
+        assert_eq!(timer(&t, TIMER_RTO).0, Time::ms(10) + Time::ms(400));
+        assert_eq!(h.snd(1).stats.timeouts, 1);
+    }
+
+    #[test]
+    fn top_queue_timeout_resends_from_the_first_unacknowledged_packet() {
+        let mut h = H::new(serde_json::Value::Null, vec![flow(0, 0, 1, 20 * MSS)]);
+        let a = h.start(0);
+        let d = data(&a.sends);
+        // Packets 1..9 delivered, packet 0 lost.
+        let acks = h.deliver_all(Time::us(5), &d[1..]);
+        h.deliver_all(Time::us(10), &acks);
+        // The live RTO was re-armed by the last ACK (10 ms after it).
+        let fired = h.fire(Time::us(10) + Time::ms(10), 0, token(0, TIMER_RTO, h_rto_gen(&h)));
+        let re = data(&fired.sends);
+        assert_eq!(re[0].seq, 0, "go back to packet 0");
+        assert!(re.iter().all(|p| p.seq / MSS == 0 || p.seq / MSS >= 10), "delivered packets skipped");
+    }
+
+    /// The generation of the sender's live RTO.
+    fn h_rto_gen(h: &H) -> u32 {
+        let mut slot = h.snd(0).rto_timer;
+        slot.arm(Time::ZERO) - 1
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let net = NetInfo::for_tests(1500, Time::us(12), Rate::gbps(10));
+        for (cfg, field) in [
+            (serde_json::json!({"num_que": 1}), "transport.num_que"),
+            (serde_json::json!({"num_que": 9}), "transport.num_que"),
+            (serde_json::json!({"min_rto_top": "0us"}), "transport.min_rto_top"),
+            (serde_json::json!({"g": 0}), "transport.g"),
+            (serde_json::json!({"refresh": "0us"}), "transport.refresh"),
+            (serde_json::json!({"window": 1}), "transport.window"),
+        ] {
+            assert_eq!(Pase::from_config(&cfg, &net).err().expect("rejected").field(), field, "{cfg}");
+        }
+    }
+}
