@@ -44,6 +44,7 @@ pub mod pias_thresholds;
 pub mod ppt;
 pub mod rc3;
 pub mod registry;
+pub mod rpo;
 pub mod swift;
 pub mod tagging;
 pub mod tcp;
@@ -199,6 +200,9 @@ pub struct FlowStats {
     /// Payload bytes of opportunistic packets that reached the receiving host (counted on
     /// arrival, whether or not the receiver still needed them).
     pub lp_rcvd_bytes: u64,
+    /// Largest re-sequencing buffer the flow needed at its receiver: payload bytes held
+    /// above its in-order prefix (RPO Fig. 18; 0 for transports that do not track it).
+    pub reorder_max_bytes: u64,
 }
 
 /// A transport protocol. See the module documentation for the contract.

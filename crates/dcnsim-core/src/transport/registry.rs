@@ -14,6 +14,7 @@ use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
 use super::rc3::{Rc3, Rc3ConfigError};
+use super::rpo::{Rpo, RpoConfigError};
 use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
 use super::{NetInfo, Transport};
@@ -35,6 +36,7 @@ pub const PROTOCOLS: &[&str] = &[
     "expresspass",
     "swift",
     "ppt_swift",
+    "rpo",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -64,6 +66,8 @@ pub enum TransportError {
     ExpressPass(ExpressPassConfigError),
     /// The Swift configuration is invalid (`swift`; `ppt_swift` reports through `Ppt`).
     Swift(SwiftConfigError),
+    /// The RPO configuration is invalid.
+    Rpo(RpoConfigError),
 }
 
 impl TransportError {
@@ -81,6 +85,7 @@ impl TransportError {
             TransportError::Homa(e) => e.field(),
             TransportError::ExpressPass(e) => e.field(),
             TransportError::Swift(e) => e.field(),
+            TransportError::Rpo(e) => e.field(),
         }
     }
 }
@@ -102,6 +107,7 @@ impl fmt::Display for TransportError {
             TransportError::Homa(e) => write!(f, "{e}"),
             TransportError::ExpressPass(e) => write!(f, "{e}"),
             TransportError::Swift(e) => write!(f, "{e}"),
+            TransportError::Rpo(e) => write!(f, "{e}"),
         }
     }
 }
@@ -134,13 +140,14 @@ pub struct Derived {
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
 /// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
 /// workload's default, `pias::default_thresholds`); PPT and RC3: the classes of their
-/// opportunistic packets (`lp_classes`). Other protocols: nothing.
+/// opportunistic packets (`lp_classes`); RPO: the class of its opportunistic packets. Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
         "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
         "ppt" => Ppt::derive(cfg, net, false).map_err(TransportError::Ppt),
         "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
         "rc3" => Ok(Rc3::derive(net)),
+        "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -174,6 +181,7 @@ pub fn build_seeded(
         "expresspass" => Ok(Box::new(ExpressPass::from_config(cfg, net, seed).map_err(TransportError::ExpressPass)?)),
         "swift" => Ok(Box::new(Swift::from_config(cfg, net).map_err(TransportError::Swift)?)),
         "ppt_swift" => Ok(Box::new(Ppt::from_config_swift(cfg, net).map_err(TransportError::Ppt)?)),
+        "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }
