@@ -618,9 +618,14 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             network.ecn_port_classes = Some(c.clone());
         }
     }
-    // RPO's adaptive marking period t: one RTT (the largest base RTT) unless given.
+    // RPO's adaptive marking period t: one RTT (the largest base RTT) unless given. Other
+    // policies keep the former fixed default, so their normalized scenario is unchanged.
     if network.crossmark.period.is_none() {
-        network.crossmark.period = Some(max_rtt.max(Time(1)));
+        network.crossmark.period = Some(if policy == QueuePolicyKind::CrossMark {
+            max_rtt.max(Time(1))
+        } else {
+            crate::queue::crossmark::DEFAULT_PERIOD
+        });
     }
     network.crossmark.mss = Bytes(network.mtu.0.saturating_sub(network.header.0).max(1));
     let queue = QueueConfig {

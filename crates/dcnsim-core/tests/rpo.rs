@@ -69,3 +69,20 @@ fn one_flow_grows_into_the_idle_link_as_the_model_predicts() {
     assert!(fct_rounds > 0.9 * t_1, "faster than the model's full-rate bound?");
     assert!(out.flows.lp_sent_bytes[0] > 0 && out.flows.lp_rcvd_bytes[0] > 0);
 }
+
+/// The adaptive marking period t defaults to one RTT (the largest base RTT) under
+/// `rpo_crossmark`; other policies keep the former 50 us, and their normalized scenario
+/// does not list the new cross-marking fields at their defaults.
+#[test]
+fn crossmark_period_defaults_to_the_base_rtt_under_rpo_crossmark() {
+    let sc = scenario(STAR, r#"{"protocol":"rpo"}"#, NET);
+    assert_eq!(sc.queue.crossmark.period, Some(sc.net_info.max_base_rtt));
+    assert_eq!(sc.queue.crossmark.mss, Bytes(1460));
+    let plain = scenario(STAR, r#"{"protocol":"dctcp"}"#, "{}");
+    assert_eq!(plain.queue.crossmark.period, Some(Time::us(50)));
+    let json = plain.to_json();
+    assert!(!json.contains("unscheduled_threshold") && !json.contains("count_packets"), "{json}");
+    let given =
+        scenario(STAR, r#"{"protocol":"rpo"}"#, r#"{"queue_policy":"rpo_crossmark","crossmark":{"period":"7us"}}"#);
+    assert_eq!(given.queue.crossmark.period, Some(Time::us(7)));
+}

@@ -47,9 +47,11 @@
 //!   Transports that flag nothing are not affected.
 //!
 //! Checked against the paper (§IV-B) and extended:
-//! - **t** (`period`): the paper updates k every round-trip time; without a value the
-//!   scenario sets the network's largest base RTT ([`CrossMarkConfig::period`] is then
-//!   filled in and shown in the normalized scenario). A port built without one uses
+//! - **t** (`period`): the paper updates k every round-trip time; without a value a
+//!   scenario with `queue_policy = "rpo_crossmark"` sets the network's largest base RTT
+//!   ([`CrossMarkConfig::period`] is then filled in and shown in the normalized scenario;
+//!   other policies get [`DEFAULT_PERIOD`], the former fixed default, so their normalized
+//!   scenarios and fingerprints are unchanged). A port built without one uses
 //!   [`DEFAULT_PERIOD`].
 //! - **Packets or bytes** (`count_packets`): the paper's k is a number of packets,
 //!   (C - C_d) x t / MSS, compared with the number of opportunistic packets waiting. With
@@ -84,15 +86,21 @@ pub struct CrossMarkConfig {
     /// network's largest base RTT; a port built without one uses [`DEFAULT_PERIOD`].
     pub period: Option<Time>,
     /// Count the opportunistic backlog in packets of `mss` (the paper's unit) instead of bytes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub count_packets: bool,
     /// RPO's drop threshold for normal data packets (paper: 1 packet); None = off.
     pub drop_threshold: Option<Bytes>,
     /// The same threshold for normal data packets flagged `UNSCHEDULED` only (RPO's first-RTT
-    /// packets); None = off.
+    /// packets); None = off. Left out of the normalized scenario at its default.
+    #[serde(skip_serializing_if = "is_default_unscheduled")]
     pub unscheduled_threshold: Option<Bytes>,
     /// MSS of `count_packets` (set by the scenario from the network: `mtu - header`).
     #[serde(skip)]
     pub mss: Bytes,
+}
+
+fn is_default_unscheduled(v: &Option<Bytes>) -> bool {
+    *v == CrossMarkConfig::default().unscheduled_threshold
 }
 
 impl Default for CrossMarkConfig {
