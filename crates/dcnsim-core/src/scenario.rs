@@ -447,7 +447,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         )
         .into());
     }
-    if network.crossmark.period == Time::ZERO {
+    if network.crossmark.period == Some(Time::ZERO) {
         return Err(FieldError::invalid("network.crossmark.period", "must be > 0", "use e.g. \"50us\"").into());
     }
     if network.credit.credit_queue == 0 {
@@ -618,7 +618,18 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             network.ecn_port_classes = Some(c.clone());
         }
     }
+    // RPO's adaptive marking period t: one RTT (the largest base RTT) unless given. Other
+    // policies keep the former fixed default, so their normalized scenario is unchanged.
+    if network.crossmark.period.is_none() {
+        network.crossmark.period = Some(if policy == QueuePolicyKind::CrossMark {
+            max_rtt.max(Time(1))
+        } else {
+            crate::queue::crossmark::DEFAULT_PERIOD
+        });
+    }
+    network.crossmark.mss = Bytes(network.mtu.0.saturating_sub(network.header.0).max(1));
     let queue = QueueConfig {
+        crossmark: network.crossmark.clone(),
         ecn_k: ecn_k.into_iter().map(Some).collect(),
         ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
         ..probe_q

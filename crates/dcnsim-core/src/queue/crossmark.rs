@@ -39,6 +39,26 @@
 //!   packet's own class backlog with the threshold (strictly greater), cause
 //!   `rpo_normal_drop`; it is off by default because it only makes sense with RPO's
 //!   loss recovery.
+//! - The same rule restricted to normal data packets flagged
+//!   [`PacketFlags::UNSCHEDULED`] (`unscheduled_threshold`, default one 1500 B packet): the
+//!   paper justifies its small drop threshold with Aeolus, which drops only packets sent
+//!   before any grant, so the RPO transport flags its first-RTT packets and granted normal
+//!   packets are dropped only on buffer overflow (the transport's `normal_drop` chooses).
+//!   Transports that flag nothing are not affected.
+//!
+//! Checked against the paper (§IV-B) and extended:
+//! - **t** (`period`): the paper updates k every round-trip time; without a value a
+//!   scenario with `queue_policy = "rpo_crossmark"` sets the network's largest base RTT
+//!   ([`CrossMarkConfig::period`] is then filled in and shown in the normalized scenario;
+//!   other policies get [`DEFAULT_PERIOD`], the former fixed default, so their normalized
+//!   scenarios and fingerprints are unchanged). A port built without one uses
+//!   [`DEFAULT_PERIOD`].
+//! - **Packets or bytes** (`count_packets`): the paper's k is a number of packets,
+//!   (C - C_d) x t / MSS, compared with the number of opportunistic packets waiting. With
+//!   `count_packets = true` the port counts opportunistic packets and marks while
+//!   count x MSS > k_bytes, i.e. count > (C - C_d) x t / MSS exactly (no rounding), MSS
+//!   being the network's `mtu - header` (set by the scenario). The default compares bytes
+//!   (k_bytes with the opportunistic bytes waiting), as before.
 //!
 //! Per-packet work is O(1).
 
@@ -50,6 +70,9 @@ use crate::units::{Bytes, Rate, Time};
 /// Drop cause: a normal data packet arrived above RPO's small high-priority threshold.
 pub const DROP_RPO_NORMAL: &str = "rpo_normal_drop";
 
+/// Update period of the adaptive rule for a port built without one (the RPO testbed's RTT).
+pub const DEFAULT_PERIOD: Time = Time::us(50);
+
 /// RPO cross-queue marking parameters.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -59,15 +82,38 @@ pub struct CrossMarkConfig {
     pub k: Bytes,
     /// Use k = (C - C_d) x t (needs the port's link rate; else falls back to `k`).
     pub adaptive: bool,
-    /// Update period t of the adaptive rule (RPO: one RTT, 50 us).
-    pub period: Time,
+    /// Update period t of the adaptive rule (RPO: one RTT). `None`: the scenario sets the
+    /// network's largest base RTT; a port built without one uses [`DEFAULT_PERIOD`].
+    pub period: Option<Time>,
+    /// Count the opportunistic backlog in packets of `mss` (the paper's unit) instead of bytes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub count_packets: bool,
     /// RPO's drop threshold for normal data packets (paper: 1 packet); None = off.
     pub drop_threshold: Option<Bytes>,
+    /// The same threshold for normal data packets flagged `UNSCHEDULED` only (RPO's first-RTT
+    /// packets); None = off. Left out of the normalized scenario at its default.
+    #[serde(skip_serializing_if = "is_default_unscheduled")]
+    pub unscheduled_threshold: Option<Bytes>,
+    /// MSS of `count_packets` (set by the scenario from the network: `mtu - header`).
+    #[serde(skip)]
+    pub mss: Bytes,
+}
+
+fn is_default_unscheduled(v: &Option<Bytes>) -> bool {
+    *v == CrossMarkConfig::default().unscheduled_threshold
 }
 
 impl Default for CrossMarkConfig {
     fn default() -> Self {
-        CrossMarkConfig { k: Bytes(12_000), adaptive: false, period: Time::us(50), drop_threshold: None }
+        CrossMarkConfig {
+            k: Bytes(12_000),
+            adaptive: false,
+            period: None,
+            count_packets: false,
+            drop_threshold: None,
+            unscheduled_threshold: Some(Bytes(1500)),
+            mss: Bytes(1460),
+        }
     }
 }
 
@@ -78,10 +124,14 @@ pub struct CrossMark {
     buffer: u64,
     ecn: EcnMarker,
     drop_threshold: u64,
+    unsched_threshold: u64,
     /// Current cross-queue threshold (bytes of opportunistic backlog).
     k: u64,
     /// Opportunistic bytes waiting.
     opp: u64,
+    /// Opportunistic packets waiting, and the MSS they count for (`count_packets`; 0 = bytes).
+    opp_pkts: u64,
+    mss: u64,
     adaptive: Option<Adaptive>,
 }
 
@@ -102,9 +152,10 @@ impl CrossMark {
         ecn_per_port: bool,
         link_rate: Option<Rate>,
     ) -> Self {
+        let period = cfg.period.unwrap_or(DEFAULT_PERIOD);
         let adaptive = match (cfg.adaptive, link_rate) {
-            (true, Some(rate)) if rate.0 > 0 && cfg.period.0 > 0 => {
-                Some(Adaptive { rate, period: cfg.period, window_start: Time::ZERO, normal_bytes: 0 })
+            (true, Some(rate)) if rate.0 > 0 && period.0 > 0 => {
+                Some(Adaptive { rate, period, window_start: Time::ZERO, normal_bytes: 0 })
             }
             _ => None,
         };
@@ -117,8 +168,11 @@ impl CrossMark {
             buffer: buffer.0,
             ecn: EcnMarker::new(ecn_k, ecn_per_port),
             drop_threshold: cfg.drop_threshold.map(|b| b.0).unwrap_or(u64::MAX),
+            unsched_threshold: cfg.unscheduled_threshold.map(|b| b.0).unwrap_or(u64::MAX),
             k: k0,
             opp: 0,
+            opp_pkts: 0,
+            mss: if cfg.count_packets { cfg.mss.0.max(1) } else { 0 },
             adaptive,
         }
     }
@@ -130,6 +184,16 @@ impl CrossMark {
     pub fn opportunistic_bytes(&self) -> Bytes {
         Bytes(self.opp)
     }
+    /// The opportunistic backlog as the marking rule measures it: bytes, or (with
+    /// `count_packets`) the packet count x MSS, to compare with k in bytes.
+    #[inline]
+    fn backlog(&self) -> u64 {
+        if self.mss == 0 {
+            self.opp
+        } else {
+            self.opp_pkts * self.mss
+        }
+    }
 }
 
 impl QueueDisc for CrossMark {
@@ -139,9 +203,16 @@ impl QueueDisc for CrossMark {
         let size = p.size as u64;
         let c = self.q.class_of(p.prio);
         let opportunistic = p.flags.has(PacketFlags::OPPORTUNISTIC);
-        if !opportunistic && p.flags.has(PacketFlags::DATA) && self.q.class_bytes(c) > self.drop_threshold {
-            fx.drops.push((idx, DROP_RPO_NORMAL));
-            return;
+        if !opportunistic && p.flags.has(PacketFlags::DATA) {
+            let threshold = if p.flags.has(PacketFlags::UNSCHEDULED) {
+                self.drop_threshold.min(self.unsched_threshold)
+            } else {
+                self.drop_threshold
+            };
+            if self.q.class_bytes(c) > threshold {
+                fx.drops.push((idx, DROP_RPO_NORMAL));
+                return;
+            }
         }
         if self.q.total() + size > self.buffer {
             fx.drops.push((idx, DROP_OVERFLOW));
@@ -150,6 +221,7 @@ impl QueueDisc for CrossMark {
         self.ecn.mark(&self.q, c, p);
         if opportunistic {
             self.opp += size;
+            self.opp_pkts += 1;
         }
         self.q.push_back(c, idx, size);
     }
@@ -170,11 +242,12 @@ impl QueueDisc for CrossMark {
         let p = pkts.get_mut(idx);
         if p.flags.has(PacketFlags::OPPORTUNISTIC) {
             self.opp -= sz as u64;
+            self.opp_pkts -= 1;
         } else {
             if let Some(a) = &mut self.adaptive {
                 a.normal_bytes += sz as u64;
             }
-            if p.flags.has(PacketFlags::DATA) && p.ecn == Ecn::Ect && self.opp > self.k {
+            if p.flags.has(PacketFlags::DATA) && p.ecn == Ecn::Ect && self.backlog() > self.k {
                 p.ecn = Ecn::Ce;
             }
         }
@@ -261,7 +334,7 @@ mod tests {
     fn adaptive_k_follows_spare_capacity() {
         // 1 Gbps, t = 12 us: C x t = 1500 B. Start: k = 1500 B (no normal traffic seen).
         let mut a = PacketArena::new();
-        let cfg = CrossMarkConfig { adaptive: true, period: Time::us(12), ..Default::default() };
+        let cfg = CrossMarkConfig { adaptive: true, period: Some(Time::us(12)), ..Default::default() };
         let mut q = CrossMark::new(Bytes(1_000_000), 8, &cfg, &[], false, Some(Rate::gbps(1)));
         let mut fx = PortEffects::default();
         assert_eq!(q.current_k(), Bytes(1500));
@@ -301,5 +374,77 @@ mod tests {
             q.enqueue(Time(0), i, &mut a, &mut fx);
         }
         assert_eq!(fx.drops, vec![(n[2], DROP_RPO_NORMAL)], "0 and 1500 B ahead admitted; 3000 B dropped");
+    }
+    /// k = (C - C_d) x t / MSS by hand: C = 10 Gbps, t = 50 us, so C x t = 62,500 B. The
+    /// first window carries 24,500 B of normal packets, so C_d x t = 24,500 B and
+    /// k = 38,000 B = 26.03 packets of 1460 B. Counting packets (the paper's unit), 26
+    /// opportunistic packets waiting (26 x 1460 = 37,960 B) do not exceed k and 27 do;
+    /// counting bytes, 26 packets of 1500 B (39,000 B) already do.
+    #[test]
+    fn adaptive_k_in_packets_matches_hand_computed_threshold() {
+        let run = |count_packets: bool| {
+            let mut a = PacketArena::new();
+            let cfg =
+                CrossMarkConfig { adaptive: true, period: Some(Time::us(50)), count_packets, ..Default::default() };
+            let mut q = CrossMark::new(Bytes(10_000_000), 8, &cfg, &[], false, Some(Rate::gbps(10)));
+            let mut fx = PortEffects::default();
+            assert_eq!(q.current_k(), Bytes(62_500), "before any measurement: C x t");
+            let big = a.alloc(Packet {
+                size: 24_500,
+                prio: 0,
+                flags: PacketFlags(PacketFlags::DATA),
+                ecn: Ecn::Ect,
+                ..Default::default()
+            });
+            q.enqueue(Time(0), big, &mut a, &mut fx);
+            q.dequeue(Time(0), &mut a);
+            for _ in 0..26 {
+                let o = opportunistic(&mut a);
+                q.enqueue(Time::us(1), o, &mut a, &mut fx);
+            }
+            let n2 = normal(&mut a);
+            q.enqueue(Time::us(50), n2, &mut a, &mut fx);
+            assert_eq!(q.dequeue(Time::us(50), &mut a), Some((n2, 1500)));
+            assert_eq!(q.current_k(), Bytes(38_000));
+            let o = opportunistic(&mut a);
+            q.enqueue(Time::us(50), o, &mut a, &mut fx);
+            let n3 = normal(&mut a);
+            q.enqueue(Time::us(50), n3, &mut a, &mut fx);
+            q.dequeue(Time::us(50), &mut a);
+            (a.get(n2).ecn, a.get(n3).ecn)
+        };
+        assert_eq!(run(true), (Ecn::Ect, Ecn::Ce), "26 packets <= 26.03 < 27 packets");
+        assert_eq!(run(false), (Ecn::Ce, Ecn::Ce), "39,000 B > 38,000 B");
+        // A port built without a period uses the default one.
+        let cfg = CrossMarkConfig { adaptive: true, ..Default::default() };
+        let q = CrossMark::new(Bytes(1_000_000), 8, &cfg, &[], false, Some(Rate::gbps(10)));
+        assert_eq!(q.current_k(), Rate::gbps(10).bytes_in(DEFAULT_PERIOD));
+    }
+
+    #[test]
+    fn unscheduled_normal_packets_dropped_above_one_packet_others_only_on_overflow() {
+        let mut a = PacketArena::new();
+        let mut q = CrossMark::new(Bytes(6000), 8, &CrossMarkConfig::default(), &[], false, None);
+        let mut fx = PortEffects::default();
+        let unsched = |a: &mut PacketArena| {
+            let flags = PacketFlags(PacketFlags::DATA | PacketFlags::UNSCHEDULED);
+            a.alloc(Packet { size: 1500, prio: 1, flags, ecn: Ecn::Ect, ..Default::default() })
+        };
+        let u: Vec<_> = (0..3).map(|_| unsched(&mut a)).collect();
+        for &i in &u {
+            q.enqueue(Time(0), i, &mut a, &mut fx);
+        }
+        assert_eq!(fx.drops, vec![(u[2], DROP_RPO_NORMAL)], "0 and 1500 B ahead admitted; 3000 B dropped");
+        // A granted normal packet in the same class is admitted up to the buffer.
+        let mut n = |a: &mut PacketArena| {
+            let i =
+                a.alloc(Packet { size: 1500, prio: 1, flags: PacketFlags(PacketFlags::DATA), ..Default::default() });
+            q.enqueue(Time(0), i, a, &mut fx);
+            i
+        };
+        n(&mut a);
+        n(&mut a);
+        let third = n(&mut a);
+        assert_eq!(fx.drops[1..], [(third, DROP_OVERFLOW)], "6000 B buffer full");
     }
 }

@@ -43,7 +43,7 @@ pub mod window;
 // Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
 pub use arbitration::{arbiter, pase};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
-pub use receiver::{expresspass, homa, ndp, phost};
+pub use receiver::{expresspass, homa, ndp, phost, rpo};
 pub use window::{d2tcp, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
@@ -219,6 +219,9 @@ pub struct FlowStats {
     /// Payload bytes of opportunistic packets that reached the receiving host (counted on
     /// arrival, whether or not the receiver still needed them).
     pub lp_rcvd_bytes: u64,
+    /// Largest re-sequencing buffer the flow needed at its receiver: payload bytes held
+    /// above its in-order prefix (RPO Fig. 18; 0 for transports that do not track it).
+    pub reorder_max_bytes: u64,
 }
 
 /// A transport protocol. See the module documentation for the contract.

@@ -18,6 +18,7 @@ use super::pias::{Pias, PiasConfigError};
 use super::ppt::{Ppt, PptConfigError};
 use super::ptcp::PtcpConfigError;
 use super::rc3::{Rc3, Rc3ConfigError};
+use super::rpo::{Rpo, RpoConfigError};
 use super::swift::{Swift, SwiftConfigError};
 use super::tcp::{Tcp, TcpConfigError};
 use super::{Derived, NetInfo, Transport};
@@ -42,6 +43,7 @@ pub const PROTOCOLS: &[&str] = &[
     "ictcp",
     "pfabric",
     "pase",
+    "rpo",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -79,6 +81,8 @@ pub enum TransportError {
     Pfabric(PfabricConfigError),
     /// The PASE configuration is invalid.
     Pase(PaseConfigError),
+    /// The RPO configuration is invalid.
+    Rpo(RpoConfigError),
 }
 
 impl TransportError {
@@ -100,6 +104,7 @@ impl TransportError {
             TransportError::Ictcp(e) => e.field(),
             TransportError::Pfabric(e) => e.field(),
             TransportError::Pase(e) => e.field(),
+            TransportError::Rpo(e) => e.field(),
         }
     }
 }
@@ -125,6 +130,7 @@ impl fmt::Display for TransportError {
             TransportError::Ictcp(e) => write!(f, "{e}"),
             TransportError::Pfabric(e) => write!(f, "{e}"),
             TransportError::Pase(e) => write!(f, "{e}"),
+            TransportError::Rpo(e) => write!(f, "{e}"),
         }
     }
 }
@@ -135,13 +141,14 @@ impl std::error::Error for TransportError {}
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
 /// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
 /// workload's default, `pias::default_thresholds`); PPT and RC3: the classes of their
-/// opportunistic packets (`lp_classes`). Other protocols: nothing.
+/// opportunistic packets (`lp_classes`); RPO: the class of its opportunistic packets. Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
         "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
         "ppt" => Ppt::derive(cfg, net, false).map_err(TransportError::Ppt),
         "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
         "rc3" => Ok(Rc3::derive(net)),
+        "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -179,6 +186,7 @@ pub fn build_seeded(
         "ictcp" => Ok(Box::new(super::ictcp::from_config(cfg, net).map_err(TransportError::Ictcp)?)),
         "pfabric" => Ok(Box::new(Pfabric::from_config(cfg, net).map_err(TransportError::Pfabric)?)),
         "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
+        "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

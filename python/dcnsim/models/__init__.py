@@ -1,0 +1,1 @@
+"""Closed-form models of the systems dcnsim simulates (pure Python, no simulation)."""
