@@ -95,7 +95,7 @@ class Cluster:
         self.workers.append(w)
         self.procs.append(w)
 
-    def wait_for(self, n: int, timeout: float = 60.0) -> None:
+    def wait_for(self, n: int, timeout: float = 240.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
