@@ -64,9 +64,13 @@ class Cluster:
                 "scheduler.log",
             )
         )
-        for i in range(workers):
-            self.add_worker(i)
-        self.wait_for(workers)
+        try:
+            for i in range(workers):
+                self.add_worker(i)
+            self.wait_for(workers)
+        except BaseException:  # never leave a scheduler or worker behind
+            self.close()
+            raise
 
     def _start(self, cmd: list[str], log: str) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DCNSIM_")}

@@ -91,5 +91,5 @@ def test_runnable_blocks_run_as_written(doc: Path, tmp_path: Path) -> None:
             cmd = [sys.executable, "-c", code]
         else:
             raise AssertionError(f"{where}: cannot run a '{lang}' block")
-        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
         assert r.returncode == 0, f"{where} failed:\n{code}\n{r.stdout}\n{r.stderr}"
