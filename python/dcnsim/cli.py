@@ -8,11 +8,12 @@ written; 1 for any other failure; 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,36 +30,6 @@ def _fmt(v: Any, digits: int = 1) -> str:
     if isinstance(v, float):
         return f"{v:,.{digits}f}"
     return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-class ProgressLine:
-    """A one-line progress display on a terminal (rewritten in place with ``\\r``)."""
-
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.width = 0
-
-    def __call__(self, p: dict[str, Any]) -> bool:
-        sim_ms = p["sim_time_ps"] / 1e9
-        horizon = p.get("horizon_ps") or 0
-        wall = p.get("wall_s") or 0.0
-        rate = p["events"] / wall / 1e6 if wall > 0 else 0.0
-        text = (
-            f"sim {sim_ms:,.3f}"
-            + (f" / {horizon / 1e9:,.3f}" if horizon else "")
-            + f" ms | flows {p['flows_done']:,}/{p['flows_total']:,}"
-            + f" | {rate:.2f} M events/s | {wall:.0f} s"
-        )
-        self.stream.write("\r" + text.ljust(self.width))
-        self.stream.flush()
-        self.width = len(text)
-        return True
-
-    def close(self) -> None:
-        if self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
-            self.width = 0
 
 
 def _show_progress(args: argparse.Namespace) -> bool:
@@ -112,12 +83,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     scenario, base_dir = _load_with_overrides(args.scenario, args.set or [])
     check_run_dir(args.out, overwrite=args.force)  # before simulating
-    line = ProgressLine() if _show_progress(args) else None
+    from dcnsim.progress import RunBar
+
+    bar = RunBar() if _show_progress(args) else None
     try:
-        res = run(scenario, progress=line, base_dir=base_dir)
+        res = run(scenario, progress=bar, base_dir=base_dir)
     finally:
-        if line:
-            line.close()
+        if bar:
+            bar.close()
     out = res.write(args.out, overwrite=args.force)
     if not args.quiet:
         print_summary(res.summary())
@@ -228,8 +201,47 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_log(args: argparse.Namespace) -> Any:
-    return None if args.quiet else _eprint
+def _sweep_log(args: argparse.Namespace, bar: Any = None) -> Any:
+    if args.quiet:
+        return None
+    return bar.write if bar is not None else _eprint
+
+
+@contextlib.contextmanager
+def _sweep_bar(args: argparse.Namespace) -> Iterator[Any]:
+    """A bar of finished runs when progress is shown (a terminal, or ``--progress``)."""
+    if not _show_progress(args):
+        yield None
+        return
+    from dcnsim.progress import SweepBar
+
+    bar = SweepBar()
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[Any]:
+    """The executor ``--engine``/``--scheduler`` ask for (None: local worker processes). A
+    scheduler that cannot be reached is an error (status 2) before anything is written."""
+    if args.engine == "local":
+        if args.scheduler:
+            raise ScenarioError("--scheduler", "needs --engine dask")
+        yield None
+        return
+    from dcnsim.sweep import DaskExecutor
+
+    if not args.scheduler:
+        yield DaskExecutor(workers=args.workers or None)
+        return
+    client = DaskExecutor(address=args.scheduler)._connect()[0]
+    try:
+        yield DaskExecutor(client)
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -237,14 +249,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise ScenarioError("--workers", "must be at least 1")
-    rep = run_sweep(
-        args.sweep,
-        args.out,
-        workers=args.workers,
-        force=args.force,
-        on_change=_on_change(args),
-        log=_sweep_log(args),
-    )
+    with _executor(args) as ex, _sweep_bar(args) as bar:
+        rep = run_sweep(
+            args.sweep,
+            args.out,
+            workers=args.workers,
+            force=args.force,
+            on_change=_on_change(args),
+            log=_sweep_log(args, bar),
+            executor=ex,
+            progress=bar,
+        )
     if not args.quiet:
         print(
             f"sweep: {len(rep.ran)} ran, {len(rep.skipped)} skipped, {len(rep.failed)} failed; "
@@ -277,21 +292,43 @@ def cmd_repro(args: argparse.Namespace) -> int:
         raise ScenarioError("--workers", "must be at least 1")
     folder = Path(args.folder)
     out = args.out or str(Path("repro-out") / (folder.name + ("-reduced" if args.reduced else "")))
-    res = run_repro(
-        folder,
-        out,
-        reduced=args.reduced,
-        workers=args.workers,
-        force=args.force,
-        log=_sweep_log(args),
-        variants=None if args.variants is None else [v for v in args.variants.split(",") if v],
-        on_change=_on_change(args),
-    )
+    with _executor(args) as ex, _sweep_bar(args) as bar:
+        res = run_repro(
+            folder,
+            out,
+            reduced=args.reduced,
+            workers=args.workers,
+            force=args.force,
+            log=_sweep_log(args, bar),
+            variants=None if args.variants is None else [v for v in args.variants.split(",") if v],
+            on_change=_on_change(args),
+            executor=ex,
+            progress=bar,
+        )
     if not args.quiet:
         print((Path(out) / "table.md").read_text())
         for f in res.files:
             print(f)
     return _report_failures(res.report)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from dcnsim.formats import flows_to_cm, write_hpcc_fct
+    from dcnsim.outdir import OutputError, check_writable
+
+    d = Path(args.dir)
+    if not (d / "summary.json").is_file():
+        raise ScenarioError(args.dir, "not a dcnsim run folder (no summary.json)")
+    out = Path(args.out)
+    if out.exists() or out.is_symlink():
+        raise OutputError(str(out), "exists; dcnsim writes only new files: choose another --out")
+    check_writable(out)
+    if args.format == "hpcc-fct":
+        write_hpcc_fct(d, out)
+    else:
+        flows_to_cm(d, out)
+    print(out)
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -326,14 +363,54 @@ def cmd_validate_model(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+DOCS = "docs/cli.md in the dcnsim source tree"
+
+
+def _sub(sub: Any, name: str, help: str, section: str) -> argparse.ArgumentParser:
+    """A sub-command whose ``--help`` ends with a pointer to its section of the docs."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog=f"Details: {DOCS}, section {section}.",
+    )
+
+
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="where the runs execute: local worker processes (default), or a Dask cluster "
+        "(docs/cluster.md)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler of an existing cluster (tcp://HOST:PORT); "
+        "without it a local Dask cluster of --workers processes is started",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from dcnsim import __version__
+
     p = argparse.ArgumentParser(
-        prog="dcnsim", description="Packet-level datacenter transport simulator."
+        prog="dcnsim",
+        description="Packet-level datacenter transport simulator.",
+        epilog=f"Run 'dcnsim COMMAND --help' for a command's options; details in {DOCS}.",
+    )
+    p.add_argument(
+        "--version", action="version", version=f"dcnsim {__version__}", help="print the version"
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run one scenario and write its result folder")
-    r.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml or .json)")
+    r = _sub(sub, "run", "run one scenario and write its result folder", "'dcnsim run'")
+    r.add_argument(
+        "scenario",
+        metavar="SCENARIO",
+        help="scenario file (.toml or .json; fields in docs/scenario.md)",
+    )
     r.add_argument(
         "--out",
         required=True,
@@ -353,35 +430,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
     r.add_argument(
-        "--progress", action="store_true", help="show the progress line even if not a terminal"
+        "--progress", action="store_true", help="show the progress bar even if not a terminal"
     )
     r.set_defaults(func=cmd_run)
 
-    v = sub.add_parser("validate", help="check a scenario and print its key facts")
-    v.add_argument("scenario", metavar="SCENARIO")
-    v.add_argument("--set", action="append", metavar="FIELD=VALUE")
+    v = _sub(sub, "validate", "check a scenario and print its key facts", "'dcnsim validate'")
+    v.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml or .json)")
+    v.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="override a scenario field before checking (repeatable)",
+    )
     v.add_argument("--json", action="store_true", help="print the normalized scenario as JSON")
     v.set_defaults(func=cmd_validate)
 
-    pl = sub.add_parser("plot", help="plot a run or sweep result folder")
-    pl.add_argument("dir", metavar="DIR")
+    pl = _sub(sub, "plot", "plot a run or sweep result folder", "'dcnsim plot'")
+    pl.add_argument("dir", metavar="DIR", help="a run folder (dcnsim run) or sweep folder")
     pl.add_argument("--out", metavar="PNGDIR", help="where to write PNGs (default DIR/plots)")
     pl.set_defaults(func=cmd_plot)
 
-    s = sub.add_parser("sweep", help="run a parameter sweep")
-    s.add_argument("sweep", metavar="SWEEP", help="sweep file (.toml)")
-    s.add_argument("--out", required=True, metavar="DIR")
-    s.add_argument("--workers", type=int, help="parallel runs (default min(cores, runs))")
+    s = _sub(sub, "sweep", "run a parameter sweep", "'dcnsim sweep'")
+    s.add_argument("sweep", metavar="SWEEP", help="sweep file (.toml: base, [grid], ...)")
+    s.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="sweep folder: new, empty, or an earlier sweep folder to resume",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        help="parallel runs (default min(cores, runs)); with --engine dask and no "
+        "--scheduler, the local cluster's worker processes",
+    )
     s.add_argument("--force", action="store_true", help="redo runs that are already complete")
     s.add_argument(
         "--refuse-changed",
         action="store_true",
         help="refuse (list them) rather than rerun finished runs whose scenario changed",
     )
-    s.add_argument("--quiet", action="store_true")
+    _add_engine(s)
+    s.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    s.add_argument(
+        "--progress", action="store_true", help="show the progress bar even if not a terminal"
+    )
     s.set_defaults(func=cmd_sweep)
 
-    rp = sub.add_parser("repro", help="run a paper reproduction folder (repro/NAME)")
+    rp = _sub(sub, "repro", "run a paper reproduction folder (repro/NAME)", "'dcnsim repro'")
     rp.add_argument("folder", metavar="FOLDER", help="reproduction folder holding repro.toml")
     rp.add_argument("--out", metavar="DIR", help="output folder (default repro-out/NAME[-reduced])")
     rp.add_argument("--reduced", action="store_true", help="the small variant the tests run")
@@ -397,18 +493,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME[,NAME]",
         help="run only these [variants.NAME] (e.g. the rows a change affects)",
     )
-    rp.add_argument("--quiet", action="store_true")
+    _add_engine(rp)
+    rp.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    rp.add_argument(
+        "--progress", action="store_true", help="show the progress bar even if not a terminal"
+    )
     rp.set_defaults(func=cmd_repro)
 
-    d = sub.add_parser("demo", help="DCTCP vs TCP on a 144-host leaf-spine, web search load 0.5")
-    d.add_argument("--out", default="demo-out", metavar="DIR")
+    ex = _sub(sub, "export", "write a run's flows in another simulator's format", "'dcnsim export'")
+    ex.add_argument("dir", metavar="DIR", help="a run folder (dcnsim run)")
+    ex.add_argument(
+        "--format",
+        required=True,
+        choices=("hpcc-fct", "htsim-cm"),
+        help="hpcc-fct: HPCC's fct.txt (finished flows); htsim-cm: an htsim connection "
+        "matrix (docs/formats.md)",
+    )
+    ex.add_argument("--out", required=True, metavar="FILE", help="the file to write (new)")
+    ex.set_defaults(func=cmd_export)
+
+    d = _sub(
+        sub,
+        "demo",
+        "DCTCP vs TCP on a 144-host leaf-spine, web search load 0.5",
+        "'dcnsim demo'",
+    )
+    d.add_argument("--out", default="demo-out", metavar="DIR", help="output folder")
     d.add_argument("--workers", type=int, help="parallel runs (default min(cores, 2))")
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument("--quiet", action="store_true", help="print nothing but errors")
     d.set_defaults(func=cmd_demo)
 
-    vm = sub.add_parser(
+    vm = _sub(
+        sub,
         "validate-model",
-        help="run the validation suite against theory and write its report (docs/validation.md)",
+        "run the validation suite against theory and write its report (docs/validation.md)",
+        "'dcnsim validate-model'",
     )
     vm.add_argument(
         "--out", metavar="FILE", help="write the report here (only over an earlier report)"

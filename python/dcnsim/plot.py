@@ -7,9 +7,17 @@ For a run folder, :func:`plot_run` writes
   (``<=10KB``, ``10KB-100KB``, ``100KB-1MB``, ``>1MB``; a bucket holds sizes above its low
   and up to its high edge);
 * ``queue.png``: queue length over time per sampled (port, priority), when queues were sampled
-  (the 12 with the highest peak if there are more);
-* ``link_util.png``: utilization over time per sampled link, when links were sampled (the 12
-  busiest, plus the mean over all sampled links).
+  (the 12 with the highest peak if there are more), drawn as steps: each sample holds for one
+  sampling interval, and an absent row (an empty queue) is drawn as zero, never as a ramp
+  between two distant samples;
+* ``link_util.png``: utilization per sampling interval per sampled link, as steps over the
+  interval each sample covers, when links were sampled (the 12 busiest, plus the mean over
+  all sampled links); the axis goes above 1 only when a sample does, and the title then says
+  why (a packet's bytes count in the interval in which its transmission starts).
+
+Legends name each port by its node and peer with their roles (``port 3 (switch 8 -> host
+2)``). Series are grouped with one sort of the samples, so plotting is linear in the number
+of samples after that sort.
 
 For a sweep folder, :func:`plot_sweep` writes ``comparison.png`` (FCT CDF of every run, and
 average/p99 FCT per size bucket, run beside run) and ``headline.png`` (bar charts of the
@@ -86,6 +94,53 @@ def _grouped_bars(
     ax.grid(True, axis="y", alpha=0.3)
 
 
+def _port_labels(ports: dict[str, np.ndarray]) -> dict[int, str]:
+    """``port 3 (switch 8 -> host 2)``: the node a port belongs to and its peer, by role."""
+    need = ("id", "node", "peer", "node_kind", "peer_kind")
+    if not all(k in ports for k in need):
+        return {}
+    return {
+        int(i): f"port {int(i)} ({nk} {int(n)} -> {pk} {int(p)})"
+        for i, n, p, nk, pk in zip(*(ports[k] for k in need))
+    }
+
+
+def _sample_interval_us(scenario: dict[str, Any], t: np.ndarray) -> float:
+    """The sampling interval: the scenario's ``output.sample_interval`` (picoseconds once
+    normalized), else the smallest gap between sampling instants."""
+    v = (scenario.get("output") or {}).get("sample_interval")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return float(v) / 1e6
+    gaps = np.diff(np.unique(t))
+    return float(gaps.min()) if len(gaps) else 1.0
+
+
+def _series(
+    a: np.ndarray, b: np.ndarray, t: np.ndarray, v: np.ndarray
+) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """Rows grouped by (a, b), each in time order: one sort, then slices (linear in the
+    samples after the sort, instead of one mask over all rows per series)."""
+    if len(t) == 0:
+        return {}
+    order = np.lexsort((t, b, a))
+    a, b, t, v = a[order], b[order], t[order], v[order]
+    cut = np.flatnonzero((np.diff(a) != 0) | (np.diff(b) != 0)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [len(t)]))
+    return {(int(a[s]), int(b[s])): (t[s:e], v[s:e]) for s, e in zip(starts, ends)}
+
+
+def _steps(t: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """A queue held at each sample's value for one sampling interval: after a sample that
+    is not followed by one an interval later, the queue was empty (its row is absent), so
+    a zero is inserted there; no ramp is drawn across an empty period."""
+    gap = np.concatenate((np.diff(t) > dt * 1.5, [True]))
+    idx = np.flatnonzero(gap)
+    ts = np.insert(t, idx + 1, t[idx] + dt)
+    vs = np.insert(v, idx + 1, 0.0)
+    return ts, vs
+
+
 def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Plot one run folder into ``out_dir``; return the PNG paths."""
     check_plot_dir(out_dir)
@@ -113,42 +168,53 @@ def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -
     fig.suptitle(f"{name}: FCT and slowdown by flow size")
     files.append(_save(fig, out / "fct_by_size.png"))
 
+    labels = _port_labels(res.ports)
     if res.has_queue_samples:
         q = res.queue_samples
-        port, prio = np.asarray(q["port"]), np.asarray(q["prio"])
         t, b = np.asarray(q["t_us"], float), np.asarray(q["bytes"], float)
-        keys = sorted(set(zip(port.tolist(), prio.tolist())))
-        peak = {k: b[(port == k[0]) & (prio == k[1])].max() for k in keys}
-        keys = sorted(sorted(keys, key=lambda k: -peak[k])[:MAX_SERIES])
+        dt = _sample_interval_us(res.scenario, t)
+        series = _series(np.asarray(q["port"]), np.asarray(q["prio"]), t, b)
+        shown = sorted(sorted(series, key=lambda k: -series[k][1].max())[:MAX_SERIES])
         fig, ax = plt.subplots(figsize=(8, 4))
-        for p_, pr in keys:
-            m = (port == p_) & (prio == pr)
-            ax.plot(t[m], b[m] / 1e3, lw=0.8, label=f"port {p_} prio {pr}")
+        for p_, pr in shown:
+            ts, vs = _steps(*series[(p_, pr)], dt)
+            ax.step(ts, vs / 1e3, where="post", lw=0.8, label=f"{labels.get(p_, p_)} prio {pr}")
         ax.set_xlabel("time (us)")
         ax.set_ylabel("queue length (KB)")
-        ax.set_title(f"{name}: queue length (non-empty samples)")
-        ax.legend(fontsize=7, ncol=2)
+        more = f", {MAX_SERIES} highest peaks of {len(series)}" if len(series) > MAX_SERIES else ""
+        ax.set_title(f"{name}: queue length (held over each sampling interval{more})", fontsize=9)
+        ax.legend(fontsize=7, ncol=2, loc="upper right")
         ax.grid(True, alpha=0.3)
         files.append(_save(fig, out / "queue.png"))
 
     if res.has_link_samples:
         ls = res.link_samples
-        port = np.asarray(ls["port"])
         t, u = np.asarray(ls["t_us"], float), np.asarray(ls["utilization"], float)
-        ports = sorted(set(port.tolist()))
-        mean_u = {p_: float(np.mean(u[port == p_])) for p_ in ports}
-        shown = sorted(sorted(ports, key=lambda p_: -mean_u[p_])[:MAX_SERIES])
+        port = np.asarray(ls["port"])
+        series = _series(port, np.zeros(len(port), dtype=np.uint8), t, u)
+        mean_u = {k[0]: float(v[1].mean()) for k, v in series.items()}
+        shown = sorted(sorted(mean_u, key=lambda p_: -mean_u[p_])[:MAX_SERIES])
         fig, ax = plt.subplots(figsize=(8, 4))
         for p_ in shown:
-            m = port == p_
-            ax.plot(t[m], u[m], lw=0.8, label=f"port {p_}")
-        ts = np.unique(t)
-        ax.plot(ts, [np.mean(u[t == x]) for x in ts], color="k", lw=2, label="mean (all)")
+            ts, us = series[(p_, 0)]
+            # a sample is the utilization over the interval that ends at t_us
+            ax.step(ts, us, where="pre", lw=0.8, label=str(labels.get(p_, p_)))
+        ts, inv = np.unique(t, return_inverse=True)
+        mean_t = np.bincount(inv, weights=u) / np.bincount(inv)
+        ax.step(ts, mean_t, where="pre", color="k", lw=2, label="mean (all sampled)")
+        top = float(u.max()) if len(u) else 1.0
+        ax.set_ylim(0, max(1.05, top * 1.05))
+        title = f"{name}: link utilization per sampling interval"
+        if top > 1.0 + 1e-9:
+            ax.axhline(1.0, color="r", lw=0.8, ls="--")
+            title += (
+                f"\n(peak {top:.2f} > 1: a packet's bytes count in the interval its "
+                "transmission starts in)"
+            )
         ax.set_xlabel("time (us)")
         ax.set_ylabel("utilization")
-        ax.set_ylim(0, 1.05)
-        ax.set_title(f"{name}: link utilization")
-        ax.legend(fontsize=7, ncol=2)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7, ncol=2, loc="upper right")
         ax.grid(True, alpha=0.3)
         files.append(_save(fig, out / "link_util.png"))
     record_plots(out, files)

@@ -512,18 +512,29 @@ def run_repro(
     log: Callable[[str], None] | None = None,
     variants: Sequence[str] | None = None,
     on_change: str = "rerun",
+    executor: Any = None,
+    progress: Callable[[int, int, Any], Any] | None = None,
 ) -> ReproResult:
     """Run a reproduction's sweep into ``out_dir`` and write its table and plot there.
 
     ``variants`` runs only the named ``[variants.NAME]`` (all grid points each), e.g. to
-    rerun the rows a change affects; the table and plot then hold those rows only."""
+    rerun the rows a change affects; the table and plot then hold those rows only.
+    ``executor`` (e.g. a ``distributed.Client``) and ``progress`` are handed to
+    :func:`~dcnsim.sweep.run_sweep`."""
     from dcnsim.results import atomic_write_bytes
 
     rep = load_repro(folder, reduced=reduced)
     if variants is not None:
         select_variants(rep, variants)
     report = run_sweep(
-        rep.sweep, out_dir, workers=workers, force=force, on_change=on_change, log=log
+        rep.sweep,
+        out_dir,
+        workers=workers,
+        force=force,
+        on_change=on_change,
+        log=log,
+        executor=executor,
+        progress=progress,
     )
     table = build_table(rep, report)
     out = Path(out_dir)

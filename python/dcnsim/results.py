@@ -261,6 +261,11 @@ class Results:
             self._summary = summarize(self.flows, self.counters, links, queues, self.ports)
         return dict(self._summary)
 
+    def flows_table(self) -> Any:
+        """The flow table as a ``pyarrow.Table`` (columns and types as in ``flows.parquet``;
+        ``.to_pandas()`` on it gives a DataFrame when pandas is installed)."""
+        return arrow_table(self.flows, FLOW_COLUMNS)
+
     def size_buckets(self) -> list[dict[str, Any]]:
         """FCT and slowdown statistics per flow-size bucket (``metrics.SIZE_BUCKETS``)."""
         return size_bucket_stats(self.flows)
@@ -317,11 +322,9 @@ def _nan_from_null(d: dict[str, Any]) -> dict[str, Any]:
     return {k: (math.nan if v is None else v) for k, v in d.items()}
 
 
-def write_table(table: Mapping[str, Any], columns: list[str], path: Path) -> None:
-    """Write the given columns of a table as Parquet or CSV (by the file's suffix)."""
+def arrow_table(table: Mapping[str, Any], columns: list[str]) -> Any:
+    """The given columns of a table (those present, in this order) as a ``pyarrow.Table``."""
     import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     cols = [c for c in columns if c in table]
     arrays = []
@@ -331,7 +334,15 @@ def write_table(table: Mapping[str, Any], columns: list[str], path: Path) -> Non
             arrays.append(pa.array([str(x) for x in v], type=pa.string()))
         else:
             arrays.append(pa.array(np.asarray(v)))
-    t = pa.Table.from_arrays(arrays, names=cols)
+    return pa.Table.from_arrays(arrays, names=cols)
+
+
+def write_table(table: Mapping[str, Any], columns: list[str], path: Path) -> None:
+    """Write the given columns of a table as Parquet or CSV (by the file's suffix)."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    t = arrow_table(table, columns)
     if path.suffix == ".parquet":
         pq.write_table(t, path)
     else:

@@ -42,11 +42,22 @@ lose: a run that raises, panics, aborts, segfaults or is killed (out of memory) 
 failed with a message and the other runs go on. Workers die with their parent, even when it is
 killed with SIGKILL (Linux ``PR_SET_PDEATHSIG``, and a parent-pid watch elsewhere). On SIGINT
 the sweep stops its workers, writes the table of every finished run and raises
-:class:`SweepInterrupted`. To plug in a distributed engine, write a class whose ``map`` ships
-each task (a picklable :class:`RunTask`) to a worker that has ``dcnsim`` installed and calls
-:func:`execute_task` there, with the output folder on storage both sides see, then pass it as
-``run_sweep(..., executor=MyExecutor())``; an exception out of its ``map`` marks the runs it
-did not report as failed.
+:class:`SweepInterrupted`.
+
+**Dask.** :class:`DaskExecutor` (or a ``distributed.Client`` passed as ``executor``) runs the
+tasks on a Dask cluster: an existing one (a client, or a scheduler address) or a local one it
+starts. Such an executor is ``remote``: each task carries its resolved scenario and the bytes
+of the files it names (:mod:`dcnsim.staging`), :func:`compute_task` runs it on a worker
+without writing, and the results travel back to this process, which writes the run folder
+exactly as a local sweep does (same checks, atomic commit, fingerprints, resume, failures
+recorded). Workers need ``dcnsim`` installed, not the sweep's files or output folder.
+
+To plug in another engine, write a class whose ``map`` ships each task (a picklable
+:class:`RunTask`) to a worker that has ``dcnsim`` installed and either calls
+:func:`execute_task` there, with the output folder on storage both sides see, or (with a
+class attribute ``remote = True``) calls :func:`compute_task` and returns its outcome; then
+pass it as ``run_sweep(..., executor=MyExecutor())``. An exception out of its ``map`` marks
+the runs it did not report as failed.
 
 **Test hook.** ``DCNSIM_TEST_CRASH="RUN=MODE[,RUN=MODE]"`` in a worker's environment makes
 :func:`execute_task` crash on the named runs, so tests can check that a crashing run does not
@@ -315,6 +326,9 @@ class RunTask:
     base_dir: str
     out_dir: str
     fingerprint: str = ""
+    #: The files the scenario names (:class:`dcnsim.staging.FileSet`), carried with the task
+    #: when it runs on another machine (:class:`DaskExecutor`); None for local runs.
+    files: Any = None
 
 
 @dataclass
@@ -326,6 +340,9 @@ class RunOutcome:
     wall_s: float = 0.0
     error: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
+    #: The run's :class:`~dcnsim.results.Results` when it ran elsewhere and the caller
+    #: writes the folder (:func:`compute_task`); None once written.
+    results: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -587,6 +604,187 @@ def execute_task(task: RunTask) -> RunOutcome:
         return RunOutcome(task.name, "failed", time.perf_counter() - t0, error=detail)
 
 
+def compute_task(task: RunTask, blobs: Mapping[str, bytes] | None = None) -> RunOutcome:
+    """Run one sweep task without writing anything: the outcome carries the
+    :class:`~dcnsim.results.Results` for the caller to write (how a task runs on a Dask
+    worker: no shared file system needed). The files the scenario names come with the task
+    (``task.files``, or their bytes in ``blobs`` when shipped separately). Never raises for a
+    failing run (the failure is reported)."""
+    from dcnsim.api import run
+    from dcnsim.staging import FileSet
+
+    t0 = time.perf_counter()
+    try:
+        _test_crash(task.name)
+        files = task.files
+        if blobs is not None and files is not None:
+            files = FileSet(dict(blobs), files.given, files.resolved)
+        res = run(task.scenario, base_dir=task.base_dir, files=files)
+        summary = res.summary()
+        return RunOutcome(task.name, "ran", time.perf_counter() - t0, summary=summary, results=res)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # includes pyo3's PanicException (a BaseException)
+        detail = str(e) if isinstance(e, ScenarioError) else traceback.format_exc()
+        return RunOutcome(task.name, "failed", time.perf_counter() - t0, error=detail)
+
+
+def _is_dask_client(x: Any) -> bool:
+    return type(x).__name__ == "Client" and type(x).__module__.startswith("distributed")
+
+
+class DaskExecutor:
+    """Runs sweep tasks on a Dask cluster (``distributed``); results come back to the caller.
+
+    Give an existing ``client`` (a ``distributed.Client``), or a scheduler ``address``
+    (``tcp://host:8786``) to connect to, or neither to start a local cluster of ``workers``
+    single-threaded worker processes for the duration of the sweep (``timeout``: seconds to
+    wait for the scheduler; default Dask's ``distributed.comm.timeouts.connect``). Tasks are
+    self-contained: each carries its resolved scenario and the bytes of the files it names
+    (sent once per distinct file with ``scatter``), so workers need ``dcnsim`` installed but
+    no shared file system. The caller (:func:`run_sweep`) writes each run folder on its own
+    machine as results arrive, with the same atomicity, resume and failure rules as local
+    sweeps (``remote = True`` tells it so).
+
+    A worker lost while running a task (killed, out of memory, a crashed simulator) is
+    Dask's to handle: the task is given to another worker, up to Dask's
+    ``distributed.scheduler.allowed-failures`` times, after which the run is recorded as
+    failed with Dask's message. When the iteration ends early (interrupt), the outstanding
+    tasks are cancelled; a cluster this executor started is shut down.
+    """
+
+    remote = True
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.client = client
+        self.address = address
+        self.workers = workers
+        self.timeout = timeout
+
+    def describe(self) -> str:
+        if self.client is not None:
+            return f"the Dask cluster at {self.client.scheduler.address}"
+        if self.address:
+            return f"the Dask cluster at {self.address}"
+        w = self.workers or 1
+        return f"a local Dask cluster of {w} worker{'s' if w > 1 else ''}"
+
+    def _connect(self) -> tuple[Any, Any]:
+        """(client, cluster this executor started or None)."""
+        import logging
+
+        from distributed import Client, LocalCluster
+
+        if self.client is not None:
+            return self.client, None
+        if self.address:
+            try:
+                kw = {} if self.timeout is None else {"timeout": self.timeout}
+                return Client(self.address, **kw), None
+            except (OSError, TimeoutError) as e:
+                raise ScenarioError(
+                    "--scheduler",
+                    f"cannot reach a Dask scheduler at {self.address} ({type(e).__name__}: "
+                    f"{e}); start one "
+                    "(dask scheduler) or give its address as tcp://HOST:PORT",
+                ) from None
+        cluster = LocalCluster(
+            n_workers=max(1, self.workers or 1),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        try:
+            return Client(cluster), cluster
+        except BaseException:
+            cluster.close()
+            raise
+
+    def map(self, fn: Callable[..., R], tasks: Sequence[T]) -> Iterator[R]:
+        from distributed import as_completed
+
+        client, cluster = self._connect()
+        futures: dict[Any, Any] = {}
+        try:
+            blobs: dict[int, Any] = {}  # id(bytes) -> future of the scattered bytes
+            for t in tasks:
+                files = getattr(t, "files", None)
+                if files:
+                    refs = {}
+                    for where, data in files.files.items():
+                        if id(data) not in blobs:
+                            blobs[id(data)] = client.scatter(data, hash=True)
+                        refs[where] = blobs[id(data)]
+                    light = copy.copy(t)
+                    light.files = type(files)({}, files.given, files.resolved)
+                    fut = client.submit(fn, light, refs, pure=False)
+                else:
+                    fut = client.submit(fn, t, pure=False)
+                futures[fut] = t
+            for fut in as_completed(list(futures)):
+                t = futures.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as e:
+                    result = RunOutcome(
+                        getattr(t, "name", "?"),
+                        "failed",
+                        error=f"the Dask cluster could not run it: {type(e).__name__}: {e}",
+                    )
+                yield result
+        finally:
+            if futures:
+                with contextlib.suppress(Exception):
+                    client.cancel(list(futures))
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+                with contextlib.suppress(Exception):
+                    cluster.close()
+            elif self.client is None:
+                with contextlib.suppress(Exception):
+                    client.close()
+
+
+def _intern_files(tasks: Sequence[RunTask], normalized: Mapping[str, Any]) -> None:
+    """Attach to each task the files its scenario names, one bytes object per distinct
+    content (so a file shared by every run is held and shipped once)."""
+    import hashlib
+
+    from dcnsim.staging import collect
+
+    seen: dict[str, bytes] = {}
+    for t in tasks:
+        fs = collect(t.scenario, t.base_dir, normalized=normalized[t.name])
+        for where, data in fs.files.items():
+            key = hashlib.sha256(data).hexdigest()
+            fs.files[where] = seen.setdefault(key, data)
+        t.files = fs
+
+
+def _write_remote(task: RunTask, o: RunOutcome) -> RunOutcome:
+    """Write the folder of a run computed elsewhere (its outcome carries the results)."""
+    res, o.results = o.results, None
+    if res is None or o.status != "ran":
+        return o
+    try:
+        res.write(task.out_dir, overwrite=True)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        detail = str(e) if isinstance(e, ScenarioError) else traceback.format_exc()
+        return RunOutcome(task.name, "failed", o.wall_s, error=f"writing its folder: {detail}")
+    return o
+
+
 def _last_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1].strip() if lines else "failed"
@@ -640,6 +838,7 @@ def run_sweep(
     force: bool = False,
     on_change: str = "rerun",
     log: Callable[[str], None] | None = None,
+    progress: Callable[[int, int, RunOutcome | None], Any] | None = None,
 ) -> SweepReport:
     """Run a sweep into ``out_dir``; skip complete, unchanged runs unless ``force``.
 
@@ -651,19 +850,31 @@ def run_sweep(
     Failed runs are recorded (``status``/``error`` in the table) and the others go on. On
     SIGINT the workers are stopped, the table of the finished runs written and
     :class:`SweepInterrupted` raised.
+
+    ``progress(done, total, outcome)`` is called once before the runs start (``outcome``
+    None; ``done`` counts the runs already complete) and after each run finishes or fails,
+    as it happens (:class:`dcnsim.progress.SweepBar` draws it).
+
+    ``executor`` may be a ``distributed.Client`` (or a :class:`DaskExecutor`): the runs are
+    then computed on its Dask cluster and their folders written here.
     """
     from dcnsim.api import validate
 
+    if _is_dask_client(executor):
+        executor = DaskExecutor(executor)
     if on_change not in ("rerun", "refuse"):
         raise ValueError(f"on_change must be 'rerun' or 'refuse', not {on_change!r}")
     spec = sweep if isinstance(sweep, SweepSpec) else load_sweep(sweep)
     out = Path(out_dir).absolute()
     tasks = expand(spec, out)
+    normalized: dict[str, Any] = {}
     for t in tasks:
         try:
-            t.fingerprint = fingerprint(validate(t.scenario, base_dir=t.base_dir))
+            normalized[t.name] = validate(t.scenario, base_dir=t.base_dir)
         except ScenarioError as e:
             raise ScenarioError(e.field, f"{e.message} (in run {t.name})") from None
+        t.fingerprint = fingerprint(normalized[t.name])
+    remote = bool(getattr(executor, "remote", False))
     check_sweep_dir(out, SWEEP_FILE)
     _check_run_folders(tasks, out)
 
@@ -704,13 +915,23 @@ def run_sweep(
         w = workers or spec.workers or min(local_cores(), len(todo))
         w = max(1, min(w, len(todo)))
         ex = executor or ProcessExecutor(w)
-        say(f"sweep: running {len(todo)} runs on {w} worker{'s' if w > 1 else ''}")
+        by_name = {t.name: t for t in todo}
+        if remote:
+            _intern_files(todo, normalized)
+        where = ex.describe() if hasattr(ex, "describe") else f"{w} worker{'s' if w > 1 else ''}"
+        say(f"sweep: running {len(todo)} runs on {where}")
         done = len(outcomes)
-        it = iter(ex.map(execute_task, todo))
+        if progress is not None:
+            progress(done, n, None)
+        it = iter(ex.map(compute_task if remote else execute_task, todo))
         try:
             for o in it:
+                if remote and o.name in by_name:
+                    o = _write_remote(by_name[o.name], o)
                 done += 1
                 outcomes[o.name] = o
+                if progress is not None:
+                    progress(done, n, o)
                 if o.status == "ran":
                     s = o.summary
                     say(
@@ -862,6 +1083,7 @@ def is_sweep_dir(path: str | os.PathLike[str]) -> bool:
 
 
 __all__ = [
+    "DaskExecutor",
     "Executor",
     "ProcessExecutor",
     "RunOutcome",
@@ -871,6 +1093,7 @@ __all__ = [
     "SweepReport",
     "SweepSpec",
     "WorkerLost",
+    "compute_task",
     "execute_task",
     "expand",
     "is_complete",
