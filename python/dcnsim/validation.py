@@ -450,10 +450,15 @@ CONSERVATION_PROTOCOLS = [
     "pias",
     "rc3",
     "ppt",
+    "ptcp",
+    "ictcp",
+    "pfabric",
+    "pase",
     "homa",
     "phost",
     "ndp",
     "expresspass",
+    "rpo",
 ]
 
 
@@ -469,6 +474,11 @@ def check_conservation(protocol: str, seed: int) -> Check:
         net["routing"] = "spray"
     if protocol == "expresspass":
         net["queue_policy"] = "expresspass_credit"
+    if protocol == "pfabric":
+        net["queue_policy"] = "pfabric"
+    if protocol == "rpo":
+        net["queue_policy"] = "rpo_crossmark"
+        net["crossmark"] = {"adaptive": True}
     sc["workload"] = [{"pattern": "poisson", "load": 0.6, "cdf": "websearch", "flows": 300}]
     sc["seed"] = seed
     sc["output"] = {"sample_interval": "10us"}
@@ -560,15 +570,38 @@ def suite(reduced: bool = False) -> list[Callable[[], Check | list[Check]]]:
     for buf, iw in [(60, 10)] if reduced else [(60, 10), (120, 10), (240, 10), (120, 4)]:
         s.append(lambda buf=buf, iw=iw: check_incast_first_loss(buf, iw))
     for proto in ["dctcp", "homa"] if reduced else CONSERVATION_PROTOCOLS:
-        s.append(lambda p=proto: check_conservation(p, 1))
+        thunk = lambda p=proto: check_conservation(p, 1)  # noqa: E731
+        thunk.check_name = f"bytes and buffers: {proto}"  # type: ignore[attr-defined]
+        thunk.check_group = "conservation"  # type: ignore[attr-defined]
+        thunk.check_setup = (  # type: ignore[attr-defined]
+            f"{proto}: 8 hosts on one switch, 10 Gbps, 60 KB buffers, web-search sizes, "
+            "all-to-all Poisson at load 0.6, 300 flows, seed 1"
+        )
+        s.append(thunk)
     return s
 
 
 def run_suite(reduced: bool = False, log: Callable[[str], Any] | None = None) -> list[Check]:
+    from dcnsim.errors import RunError, ScenarioError
+
     out: list[Check] = []
     for thunk in suite(reduced):
         t0 = time.perf_counter()
-        res = thunk()
+        try:
+            res = thunk()
+        except (RunError, ScenarioError) as e:
+            # A run that ends in an error (a resource limit, a refused scenario) fails its
+            # check; the suite goes on.
+            res = Check(
+                getattr(thunk, "check_group", "error"),
+                getattr(thunk, "check_name", "a check"),
+                getattr(thunk, "check_setup", ""),
+                "the run completes",
+                f"the run ended with an error: {e}",
+                "exact",
+                "a run of a valid scenario must not end in an error",
+                False,
+            )
         items = res if isinstance(res, list) else [res]
         for c in items:
             c.detail["wall_s"] = time.perf_counter() - t0
