@@ -110,6 +110,38 @@ pub fn positive<T: PartialOrd + Default + fmt::Display>(v: T, path: &str, what: 
     }
 }
 
+/// The configuration error of a protocol whose own fields are all it reads: a field that does
+/// not parse, or a well-formed value outside its range. Protocols alias it
+/// (`pub type PaseConfigError = ProtocolConfigError;`) instead of each writing the same enum.
+#[derive(Debug)]
+pub enum ProtocolConfigError {
+    /// An unknown field, a value of the wrong type or an unparsable quantity.
+    Parse(FieldError),
+    /// A well-formed value outside its range; `fix` says what to write instead.
+    OutOfRange { field: String, value: String, fix: String },
+}
+
+impl ProtocolConfigError {
+    /// The offending key, e.g. `transport.num_que`.
+    pub fn field(&self) -> String {
+        match self {
+            ProtocolConfigError::Parse(e) => e.field(),
+            ProtocolConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolConfigError::Parse(e) => write!(f, "{e}"),
+            ProtocolConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolConfigError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,14 +72,12 @@
 //! `num_que` (8), `min_rto_top` ("10ms"), `min_rto_other` ("200ms"), `g` (1/16), `probing`
 //! (true), `refresh` (the flow's base RTT).
 
-use crate::config::FieldError;
 use crate::packet::{Ecn, FlowId, Packet, PacketFlags};
 use crate::transport::arbiter::{ArbKey, Arbitrator, Decision};
 use crate::transport::segset::SegSet;
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Rate, Time};
 use serde::Deserialize;
-use std::fmt;
 
 pub const KIND_DATA: u8 = 1;
 pub const KIND_ACK: u8 = 2;
@@ -111,33 +109,8 @@ pub struct PaseConfig {
     pub refresh: Option<Time>,
 }
 
-/// Errors of the `pase` table.
-#[derive(Debug)]
-pub enum PaseConfigError {
-    Parse(FieldError),
-    OutOfRange { field: String, value: String, fix: String },
-}
-
-impl PaseConfigError {
-    /// The offending key, e.g. `transport.num_que`.
-    pub fn field(&self) -> String {
-        match self {
-            PaseConfigError::Parse(e) => e.field(),
-            PaseConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
-        }
-    }
-}
-
-impl fmt::Display for PaseConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PaseConfigError::Parse(e) => write!(f, "{e}"),
-            PaseConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
-        }
-    }
-}
-
-impl std::error::Error for PaseConfigError {}
+/// Errors of the protocol's table (the shared shape, [`crate::config::ProtocolConfigError`]).
+pub type PaseConfigError = crate::config::ProtocolConfigError;
 
 /// Resolved PASE parameters.
 #[derive(Clone, Debug, PartialEq)]

@@ -119,7 +119,6 @@ use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerS
 use crate::units::{Bytes, Time};
 use serde::Deserialize;
 use std::collections::VecDeque;
-use std::fmt;
 
 /// Data packet.
 pub const KIND_DATA: u8 = 1;
@@ -169,35 +168,8 @@ pub struct RpoConfig {
     pub opp_prio: Option<u8>,
 }
 
-/// Errors of the `rpo` table.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RpoConfigError {
-    /// An unknown field, a value of the wrong type or an unparsable quantity.
-    Parse(FieldError),
-    /// A well-formed value outside its range; `fix` says what to write instead.
-    OutOfRange { field: String, value: String, fix: String },
-}
-
-impl RpoConfigError {
-    /// The offending key, e.g. `transport.grant_timeout`.
-    pub fn field(&self) -> String {
-        match self {
-            RpoConfigError::Parse(e) => e.field(),
-            RpoConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
-        }
-    }
-}
-
-impl fmt::Display for RpoConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RpoConfigError::Parse(e) => write!(f, "{e}"),
-            RpoConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
-        }
-    }
-}
-
-impl std::error::Error for RpoConfigError {}
+/// Errors of the protocol's table (the shared shape, [`crate::config::ProtocolConfigError`]).
+pub type RpoConfigError = crate::config::ProtocolConfigError;
 
 impl From<FieldError> for RpoConfigError {
     fn from(e: FieldError) -> Self {

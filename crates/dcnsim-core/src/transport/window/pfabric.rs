@@ -54,13 +54,11 @@
 //! `init_cwnd` (packets; default one BDP of the flow's path, rounded up), `min_rto` (default
 //! 3 x base RTT), `prob_cap` (5), `max_cwnd` (packets, none), `prio` (0).
 
-use crate::config::FieldError;
 use crate::packet::{FlowId, Packet, PacketFlags};
 pub use crate::transport::segset::SegSet;
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::Time;
 use serde::Deserialize;
-use std::fmt;
 
 /// `Packet::kind` of a data packet.
 pub const KIND_DATA: u8 = 1;
@@ -87,35 +85,8 @@ pub struct PfabricConfig {
     pub prio: Option<u8>,
 }
 
-/// Errors of the `pfabric` table.
-#[derive(Debug)]
-pub enum PfabricConfigError {
-    /// An unknown field, a value of the wrong type or an unparsable time.
-    Parse(FieldError),
-    /// A well-formed value outside its range; `fix` says what to write instead.
-    OutOfRange { field: String, value: String, fix: String },
-}
-
-impl PfabricConfigError {
-    /// The offending key, e.g. `transport.prob_cap`.
-    pub fn field(&self) -> String {
-        match self {
-            PfabricConfigError::Parse(e) => e.field(),
-            PfabricConfigError::OutOfRange { field, .. } => format!("transport.{field}"),
-        }
-    }
-}
-
-impl fmt::Display for PfabricConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PfabricConfigError::Parse(e) => write!(f, "{e}"),
-            PfabricConfigError::OutOfRange { value, fix, .. } => write!(f, "{} = {value}: {fix}", self.field()),
-        }
-    }
-}
-
-impl std::error::Error for PfabricConfigError {}
+/// Errors of the protocol's table (the shared shape, [`crate::config::ProtocolConfigError`]).
+pub type PfabricConfigError = crate::config::ProtocolConfigError;
 
 /// Resolved pFabric parameters.
 #[derive(Clone, Debug, PartialEq)]
