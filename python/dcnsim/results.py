@@ -40,6 +40,7 @@ FLOW_COLUMNS = [
     "timeouts",
     "lp_sent_bytes",
     "lp_rcvd_bytes",
+    "reorder_max_bytes",
     "background",
     "deadline_us",
     "finished",
@@ -111,6 +112,9 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
         "timeouts": np.asarray(c["timeouts"], dtype=np.uint32),
         "lp_sent_bytes": np.asarray(c.get("lp_sent_bytes", np.zeros(len(ideal))), dtype=np.uint64),
         "lp_rcvd_bytes": np.asarray(c.get("lp_rcvd_bytes", np.zeros(len(ideal))), dtype=np.uint64),
+        "reorder_max_bytes": np.asarray(
+            c.get("reorder_max_bytes", np.zeros(len(ideal))), dtype=np.uint64
+        ),
         "background": np.asarray(c["background"], dtype=bool),
         "deadline_us": _us(deadline_ps),
         "finished": finished,

@@ -25,6 +25,9 @@ pub struct FlowTable {
     pub lp_sent_bytes: Vec<u64>,
     /// Opportunistic payload bytes that reached the receiving host.
     pub lp_rcvd_bytes: Vec<u64>,
+    /// Largest payload the receiver held above the flow's in-order prefix (its re-sequencing
+    /// buffer); 0 for transports that do not report it.
+    pub reorder_max_bytes: Vec<u64>,
     pub background: Vec<bool>,
     /// Deadline relative to start; `u64::MAX` if none.
     pub deadline_ps: Vec<u64>,

@@ -726,6 +726,7 @@ impl<'a> Sim<'a> {
             ft.timeouts.push(st.timeouts);
             ft.lp_sent_bytes.push(st.lp_sent_bytes);
             ft.lp_rcvd_bytes.push(st.lp_rcvd_bytes);
+            ft.reorder_max_bytes.push(st.reorder_max_bytes);
             ft.background.push(f.background);
             ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
             ft.aborted.push(self.aborted.as_ref().is_some_and(|a| a[i]));

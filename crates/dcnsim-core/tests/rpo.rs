@@ -68,6 +68,10 @@ fn one_flow_grows_into_the_idle_link_as_the_model_predicts() {
     assert!(fct_rounds < 1.25 * t_1, "FCT {fct_rounds:.1} rounds vs Eq. 3 T_1 = {t_1:.1}");
     assert!(fct_rounds > 0.9 * t_1, "faster than the model's full-rate bound?");
     assert!(out.flows.lp_sent_bytes[0] > 0 && out.flows.lp_rcvd_bytes[0] > 0);
+    // Opportunistic packets come from the tail, so the receiver held at least one above the
+    // in-order prefix, and never more than the flow.
+    let held = out.flows.reorder_max_bytes[0];
+    assert!((1460..size).contains(&held), "re-sequencing buffer peak {held} B");
 }
 
 /// The adaptive marking period t defaults to one RTT (the largest base RTT) under

@@ -226,6 +226,7 @@ fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict
     d.set_item("timeouts", column(py, &f.timeouts))?;
     d.set_item("lp_sent_bytes", column(py, &f.lp_sent_bytes))?;
     d.set_item("lp_rcvd_bytes", column(py, &f.lp_rcvd_bytes))?;
+    d.set_item("reorder_max_bytes", column(py, &f.reorder_max_bytes))?;
     d.set_item("background", column(py, &f.background))?;
     d.set_item("deadline_ps", column(py, &f.deadline_ps))?;
     d.set_item("aborted", column(py, &f.aborted))?;
