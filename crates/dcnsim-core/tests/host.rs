@@ -200,3 +200,52 @@ fn receiver_driven_transports_build_no_nic_backlog() {
         assert!(peak <= 8 * 21_250, "{proto}: NIC backlog {peak} B");
     }
 }
+
+/// Checks every host-NIC sample against the per-flow limit: a host's backlog is at most its
+/// flows in progress at that time x (the limit's 1 MB ceiling + one packet for each loop).
+/// Returns (largest backlog, largest ratio of backlog to that bound).
+fn nic_backlog_vs_per_flow_limit(out: &RunOutput) -> (u64, f64) {
+    let q = &out.queue_samples;
+    let f = &out.flows;
+    let mut per = std::collections::BTreeMap::<(u64, u32), u64>::new();
+    for i in 0..q.t_ps.len() {
+        *per.entry((q.t_ps[i], q.port[i])).or_default() += q.bytes[i];
+    }
+    let node_of = |port: u32| out.ports.node[out.ports.id.iter().position(|&p| p == port).unwrap()];
+    let (mut peak, mut worst) = (0u64, 0f64);
+    for (&(t, port), &bytes) in &per {
+        let host = node_of(port);
+        let active = (0..f.src.len())
+            .filter(|&i| f.src[i] == host && f.start_ps[i] <= t && (f.finish_ps[i] == u64::MAX || f.finish_ps[i] >= t))
+            .count() as u64;
+        peak = peak.max(bytes);
+        let bound = active.max(1) * (MB + 2 * 1500);
+        worst = worst.max(bytes as f64 / bound as f64);
+    }
+    (peak, worst)
+}
+
+#[test]
+fn opportunistic_loops_stay_within_the_per_flow_nic_limit() {
+    // PPT's and RC3's opportunistic packets count under the flow's per-flow NIC limit
+    // together with its normal packets (the loop holds releases back while the flow is at the
+    // limit). On a per-flow fair NIC every host's backlog stays within its flows' limits.
+    // 32 hosts, 10G/40G leaf-spine, web search at load 0.6. (On the default strict-priority
+    // NIC the opportunistic packets of flows that already finished may still wait in the
+    // lowest class, outside this bound: PPT 1.012 of it here.)
+    let topo = r#"{"kind":"leaf_spine","leaves":4,"hosts_per_leaf":8,"spines":2,"host_rate":"10Gbps","core_rate":"40Gbps","host_delay":"2us","core_delay":"2us"}"#;
+    for proto in [r#"{"protocol":"ppt"}"#, r#"{"protocol":"rc3"}"#] {
+        let doc = format!(
+            r#"{{"seed":5,"topology":{topo},"network":{{"buffer":"200KB","priorities":8}},"host":{{"nic_qdisc":"fq"}},
+                "transport":{proto},"output":{{"sample_interval":"5us","sample_ports":"host"}},
+                "workload":[{{"pattern":"poisson","cdf":"websearch","load":0.6,"flows":400}}]}}"#
+        );
+        let sc = parse_scenario(&doc, Format::Json, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+        let out = dcnsim_core::run(&sc, &mut |_| true);
+        let unfinished = out.flows.fct_ps.iter().filter(|&&f| f == u64::MAX).count();
+        let (peak, worst) = nic_backlog_vs_per_flow_limit(&out);
+        eprintln!("{proto}: NIC backlog peak {peak} B, {worst:.3} of the per-flow bound, unfinished {unfinished}");
+        assert_eq!(unfinished, 0, "{proto}");
+        assert!(worst <= 1.0, "{proto}: a NIC held {worst:.3} x its flows' limits");
+    }
+}

@@ -145,6 +145,9 @@ pub struct LpCx<'a> {
     pub buf_end: u64,
     /// Class of an opportunistic packet starting at the given offset.
     pub prio: &'a dyn Fn(u64) -> u8,
+    /// Wire bytes of this flow the host NIC may still take under the per-flow NIC limit
+    /// (`host.tsq`) once the HCP's own bytes there are counted; `u64::MAX` without a limit.
+    pub nic_room: u64,
 }
 
 /// Counters of one flow's low-priority loop.
@@ -175,6 +178,10 @@ pub struct LpStats {
     pub late_ece: u64,
     /// Opportunistic packets released by such late LP ACKs (`late_acks` option).
     pub late_pkts: u64,
+    /// Releases held back because the flow's bytes in the host NIC were at the per-flow
+    /// limit (`host.tsq`); each is sent when the NIC drains, or forgotten if the loop closes
+    /// first. `window_pkts`, `case2_pkts` and `late_pkts` count releases, held back or not.
+    pub deferred: u64,
 }
 
 /// Insert `[a, b)` into sorted disjoint ranges, merging touching ones.
@@ -219,6 +226,10 @@ pub struct LpSender {
     sent: Vec<(u64, u64)>,
     /// Ranges known delivered, not yet handed to the HCP (sorted, disjoint).
     delivered: Vec<(u64, u64)>,
+    /// Wire bytes of this loop's packets still in the host NIC (per-flow NIC limit).
+    nic_bytes: u64,
+    /// Releases of the open loop held back by the per-flow NIC limit, sent as the NIC drains.
+    deferred: u64,
     stats: LpStats,
 }
 
@@ -239,6 +250,8 @@ impl LpSender {
             case2: false,
             sent: Vec::new(),
             delivered: Vec::new(),
+            nic_bytes: 0,
+            deferred: 0,
             stats: LpStats::default(),
         }
     }
@@ -333,6 +346,7 @@ impl LpSender {
     pub fn close(&mut self) {
         self.open = false;
         self.to_pace = 0;
+        self.deferred = 0;
         self.pace.cancel();
         self.idle.cancel();
     }
@@ -462,14 +476,48 @@ impl LpSender {
         Some((start, end))
     }
 
-    /// Send one opportunistic packet; false (and the loop closes) if nothing is left.
+    /// Release one opportunistic packet: sent now, or held back while the flow's bytes in the
+    /// host NIC are at the per-flow limit (sent by [`LpSender::on_tx_complete`] as the NIC
+    /// drains). False (and the loop closes) if nothing is left to send.
     fn send_one(&mut self, lx: &mut LpCx) -> bool {
-        let Some((s, e)) = self.next_segment(lx.floor, lx.buf_end, lx.p.mss) else {
+        if self.next_segment(lx.floor, lx.buf_end, lx.p.mss).is_none() {
             self.stats.closed_met += self.open as u32;
             self.close();
             return false;
-        };
+        }
+        if self.nic_bytes >= lx.nic_room {
+            self.deferred += 1;
+            self.stats.deferred += 1;
+            return true;
+        }
+        self.send_now(lx);
+        true
+    }
+
+    /// One of this loop's packets (`wire` bytes) left the host NIC: send releases held back
+    /// by the per-flow NIC limit while there is room.
+    pub fn on_tx_complete(&mut self, lx: &mut LpCx, wire: u64) {
+        self.nic_bytes = self.nic_bytes.saturating_sub(wire);
+        self.flush(lx);
+    }
+
+    /// Send held-back releases while the per-flow NIC limit has room (the HCP's packets
+    /// leaving the NIC make room too).
+    pub fn flush(&mut self, lx: &mut LpCx) {
+        while self.deferred > 0 && self.nic_bytes < lx.nic_room {
+            if self.next_segment(lx.floor, lx.buf_end, lx.p.mss).is_none() {
+                self.deferred = 0;
+                break;
+            }
+            self.deferred -= 1;
+            self.send_now(lx);
+        }
+    }
+
+    fn send_now(&mut self, lx: &mut LpCx) {
+        let Some((s, e)) = self.next_segment(lx.floor, lx.buf_end, lx.p.mss) else { return };
         let payload = e - s;
+        self.nic_bytes += payload + lx.p.header;
         lx.out.send(Packet {
             src: lx.flow.src,
             dst: lx.flow.dst,
@@ -488,7 +536,6 @@ impl LpSender {
         self.stats.pkts += 1;
         self.stats.case2_pkts += self.case2 as u64;
         self.stats.bytes += payload;
-        true
     }
 }
 
@@ -834,7 +881,8 @@ fn with_lcp(
     let fixed = lp_class(p, f, info, 0);
     let rc3 = matches!(p.tagging, Tagging::Rc3 { .. });
     let prio = |s: u64| if rc3 { lp_class_rc3(p, info, s) } else { fixed };
-    let mut lx = LpCx { now, flow: info, p: &p.lp, out, floor, buf_end, prio: &prio };
+    let nic_room = f.hcp.tsq_limit(&p.tcp).map_or(u64::MAX, |l| l.saturating_sub(f.hcp.nic_bytes()));
+    let mut lx = LpCx { now, flow: info, p: &p.lp, out, floor, buf_end, prio: &prio, nic_room };
     op(&mut f.lp, &mut lx);
 }
 
@@ -1231,22 +1279,33 @@ impl DualLoop {
         }
     }
 
-    /// The host NIC transmitted one of this host's data packets: an HCP packet releases its
-    /// bytes from the HCP's per-flow NIC limit (`crate::host`); opportunistic packets are
-    /// paced by their own loop and are not counted.
+    /// The host NIC transmitted one of this host's data packets (`crate::host`'s per-flow
+    /// NIC limit). An HCP packet releases its bytes from the HCP's limit; an opportunistic
+    /// packet from its loop's count. Either makes room for the loop's held-back releases:
+    /// the loop sends only while the flow's bytes in the NIC, both loops' together, are
+    /// below the limit, while the HCP counts its own bytes only, so opportunistic packets
+    /// waiting in the NIC's lower class never hold the HCP back.
     pub fn on_tx_complete_impl(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         let id = pkt.flow as usize;
-        if pkt.kind != KIND_DATA || id >= self.slots.len() || id >= ctx.flows.len() {
+        let lp = pkt.kind == KIND_LP_DATA;
+        if !(pkt.kind == KIND_DATA || lp) || id >= self.slots.len() || id >= ctx.flows.len() {
             return;
         }
         let info = &ctx.flows[id];
         let p = &self.p;
         let slot = &mut self.slots[id];
         let Half::Active(f) = &mut slot.snd else { return };
+        if lp {
+            with_lcp(p, f, info, ctx.now, ctx.out, |l, lx| l.on_tx_complete(lx, pkt.size as u64));
+            return;
+        }
         hand_over(f);
         let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
         let mut cx = FlowCtx { now: ctx.now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
         f.hcp.on_tx_complete(&mut cx, pkt.size as u64);
+        if f.lp.is_open() {
+            with_lcp(p, f, info, ctx.now, ctx.out, |l, lx| l.flush(lx));
+        }
         Self::finish(slot);
     }
 

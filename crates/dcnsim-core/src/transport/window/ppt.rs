@@ -857,6 +857,42 @@ mod tests {
         assert_eq!(lp.pending_delivered(), &[(994_160, 1_000_000)]);
     }
 
+    /// Per-flow NIC limit (`host.tsq`): with room for two packets left by the HCP, an
+    /// unpaced 5-packet window sends two and holds three back; each packet that leaves the
+    /// NIC lets one more go; closing the loop forgets what is still held back.
+    #[test]
+    fn nic_limit_holds_back_lp_releases_until_the_nic_drains() {
+        let f = flow(1_000_000, 40);
+        let p = LpParams { pace: false, ..lp_params() };
+        // The loop starts at the tail: a 1,360 B segment (1,400 B on the wire), then full ones.
+        let (tail, wire) = (1_360 + 40, MSS + 40);
+        let room = tail + wire;
+        let mut lp = LpSender::new(&f);
+        let mut out = Actions::new();
+        let mut lx = cx(Time::ZERO, &f, &p, &mut out, 14_600, 1_000_000);
+        lx.nic_room = room;
+        assert!(lp.open(&mut lx, 5 * MSS, Time::us(40)));
+        assert_eq!(out.sends.len(), 2, "two fit under the limit");
+        assert_eq!((lp.stats().pkts, lp.stats().deferred), (2, 3));
+        out.clear();
+        let mut lx = cx(Time::us(1), &f, &p, &mut out, 14_600, 1_000_000);
+        lx.nic_room = room;
+        lp.on_tx_complete(&mut lx, tail);
+        assert_eq!(out.sends.len(), 1, "one left the NIC: one more goes");
+        // The HCP's own bytes shrink the room: nothing goes although one LP packet left.
+        out.clear();
+        let mut lx = cx(Time::us(2), &f, &p, &mut out, 14_600, 1_000_000);
+        lx.nic_room = wire;
+        lp.on_tx_complete(&mut lx, wire);
+        assert!(out.sends.is_empty());
+        lp.close();
+        let mut lx = cx(Time::us(3), &f, &p, &mut out, 14_600, 1_000_000);
+        lp.on_tx_complete(&mut lx, wire);
+        lp.flush(&mut lx);
+        assert!(out.sends.is_empty(), "a closed loop sends nothing held back");
+        assert_eq!(lp.stats().pkts, 3);
+    }
+
     /// `lcp_late_acks`: a loop opened at t = 0 (4-packet window paced over a 40 us RTT) gets
     /// no LP ACK, so the idle rule ends it at 80 us. LP ACKs delayed behind HCP packets then
     /// arrive at 500 us and 501 us: by default they release nothing (the loop is closed);
@@ -901,7 +937,7 @@ mod tests {
     /// The LP loop's context at `now`: class 4, the HCP's highest byte `floor`, `buf_end`
     /// bytes written into the send buffer.
     fn cx<'a>(now: Time, f: &'a FlowInfo, p: &'a LpParams, out: &'a mut Actions, floor: u64, buf_end: u64) -> LpCx<'a> {
-        LpCx { now, flow: f, p, out, floor, buf_end, prio: &p4 }
+        LpCx { now, flow: f, p, out, floor, buf_end, prio: &p4, nic_room: u64::MAX }
     }
 
     /// Drive an LpSender's timers (pace, idle) in time order until the loop closes or none is
@@ -990,15 +1026,32 @@ mod tests {
         let prio = |_s: u64| 5u8;
         let mut out = Actions::new();
         let rtt = Time::us(40);
-        let mut lx =
-            LpCx { now: Time::ZERO, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+        let mut lx = LpCx {
+            now: Time::ZERO,
+            flow: &f,
+            p: &p,
+            out: &mut out,
+            floor: 0,
+            buf_end: 1_000_000,
+            prio: &prio,
+            nic_room: u64::MAX,
+        };
         lp.open(&mut lx, 8 * MSS, rtt);
         let mut seqs = vec![out.sends[0].seq];
         let mut times = vec![Time::ZERO];
         while let Some(&(at, tok)) = out.timers.iter().find(|&&(_, t)| untoken(t).1 == TIMER_LP_PACE) {
             let (_, kind, gen) = untoken(tok);
             out.clear();
-            let mut lx = LpCx { now: at, flow: &f, p: &p, out: &mut out, floor: 0, buf_end: 1_000_000, prio: &prio };
+            let mut lx = LpCx {
+                now: at,
+                flow: &f,
+                p: &p,
+                out: &mut out,
+                floor: 0,
+                buf_end: 1_000_000,
+                prio: &prio,
+                nic_room: u64::MAX,
+            };
             lp.on_timer(&mut lx, kind, gen);
             for s in &out.sends {
                 seqs.push(s.seq);
