@@ -423,20 +423,24 @@ def _fmt_ratios(r: Iterable[float]) -> str:
 
 #: Measured cause of pFabric's departure from SRPT in the largest flows (docs/validation.md).
 PFABRIC_KNOWN = (
-    "pFabric's largest flows finish later than under SRPT because of its fixed retransmission "
-    "timeout (3 base RTTs, about 20 us): a large flow preempted by smaller ones waits far "
-    "longer than that with its packets only queued (the row's drops are 0), times out, resends "
-    "its unacknowledged window and restarts from one packet; after 5 timeouts in a row it "
-    "probes. The resent copies of packets that were only waiting occupy the bottleneck (the "
-    "row's retransmitted bytes, all spurious since nothing was dropped) and the restart from one "
-    "packet leaves the link to others when the flow's turn comes. SRPT loses no capacity"
+    "At load 0.8 pFabric loses bottleneck capacity that SRPT does not: its small buffer drops the "
+    "packets of the largest remaining flows, which recover only by the fixed timeout (3 base "
+    "RTTs) and restart from one packet, so the link serves some packets twice (resent while "
+    "their first copy was still queued: the row's bytes served twice, and retransmissions "
+    "beyond the bytes dropped) and stands idle while the only flows present are in timeout or "
+    "slow start (the row's idle time). SRPT's waiting grows as 1 / (1 - load)^2 for the largest "
+    "flows, so a loss of about 2% of the capacity at load 0.8 shows mostly in them: the fluid "
+    "SRPT of the same arrivals on a link slowed by the measured share comes within the row's "
+    "tolerance of the run (its last figures)"
 )
 
 
-#: pFabric's switch buffer in the SRPT rows: large enough that nothing is dropped, so the
-#: reference (which knows no loss) applies and every retransmission is of a packet that was
-#: only waiting.
-PFABRIC_BUFFER = "20MB"
+#: pFabric's switch buffer in the SRPT rows: two bandwidth-delay products of this network
+#: (base RTT 6.5 us at 10 Gbps: 8.1 KB), pFabric's own sizing (§4.1). With it no packet waits
+#: in the switch longer than the retransmission timeout (3 base RTTs); a large buffer makes
+#: packets wait past it and time out without loss (measured at load 0.5: a 300 KB buffer gives
+#: FCT / SRPT of 3.9-6.4 by quartile with 288,514 timeouts, 36 KB 1.09-1.18 with 28,216).
+PFABRIC_BUFFER = "16KB"
 
 
 def check_pfabric_srpt(
@@ -471,7 +475,39 @@ def check_pfabric_srpt(
     # schedule's per-flow ratio to the formula, per quartile.
     se = [_batch_se(fluid[q] / sm_model[q]) for q in qs]
     unfinished = int(np.isnan(fct).sum())
-    spurious = sm["drops_total"] == 0
+    # Retransmitted payload beyond the bytes dropped anywhere (wire bytes, so an upper bound
+    # on the payload lost): a lower bound on the resent copies of packets that were not lost,
+    # only waiting in a queue past the retransmission timeout.
+    retx = float(sm["retx_bytes_total"])
+    dropped = float(np.sum(r.ports["dropped_bytes"]))
+    spurious = max(0.0, retx - dropped)
+    payload = float(np.sum(s))
+    # Bottleneck capacity SRPT never loses: bytes the receiver's link served beyond each
+    # flow's packets once (duplicates, probes), and time it stood idle while flows were in the
+    # system (the union of the flows' [start, finish] minus its busy time; an upper bound, as
+    # it includes each busy period's first and last hop).
+    ports = r.ports
+    bp = int(np.flatnonzero((ports["peer"] == 16) & (ports["node_kind"] != "host"))[0])
+    tx = float(ports["tx_bytes"][bp])
+    unique = float(np.sum(s + np.maximum(1, np.ceil(s / MSS)) * HEADER))
+    dup = tx - unique
+    busy = tx * 8 / 10e9
+    order = np.argsort(a)
+    present = 0.0
+    cur_s, cur_e = -1.0, -1.0
+    for i in order:
+        st, en = a[i], a[i] + fct[i]
+        if st > cur_e:
+            present += cur_e - cur_s if cur_e > cur_s else 0.0
+            cur_s, cur_e = st, en
+        else:
+            cur_e = max(cur_e, en)
+    present += cur_e - cur_s
+    idle = present - busy
+    # Diagnostic: the fluid SRPT of the same arrivals on a link slowed by that lost share.
+    lost = (dup * 8 / 10e9 + idle) / present
+    fluid_lost = ideal + theory.fluid_srpt(a, s, rate * (1 - lost)) - a - svc
+    r_lost = [float(np.nanmean(fct[q]) / np.mean(fluid_lost[q])) for q in qs]
     ok_fl = all(abs(x - 1) <= 0.15 for x in r_fl) and unfinished == 0
     ok_sm = all(abs(x - 1) <= 0.15 + 3 * e for x, e in zip(r_sm, se)) and unfinished == 0
     setup = (
@@ -480,9 +516,12 @@ def check_pfabric_srpt(
         f"receiver's link, sizes uniform {sizes[0]}-{sizes[1]}, {flows} flows, seed {seed}"
     )
     common = (
-        f"{unfinished} unfinished, {sm['drops_total']} drops, {sm['timeouts_total']} timeouts in "
-        f"{sm['flows_with_timeout']} flows, {sm['retx_bytes_total'] / 1e6:.1f} MB retransmitted"
-        + (" (all spurious: nothing was dropped)" if spurious else "")
+        f"{unfinished} unfinished, {sm['drops_total']} drops ({dropped / 1e6:.1f} MB), "
+        f"{sm['timeouts_total']} timeouts in {sm['flows_with_timeout']} flows, "
+        f"{retx / 1e6:.1f} MB retransmitted ({retx / payload:.1%} of the payload), of which at "
+        f"least {spurious / 1e6:.1f} MB were copies of packets not lost; the bottleneck served "
+        f"{dup / 1e6:.1f} MB twice ({dup / unique:.1%} of its unique bytes) and stood idle at most "
+        f"{idle * 1e3:.2f} ms ({idle / present:.1%}) while flows were in the system"
     )
     tol_why = (
         "SRPT is the optimum pFabric approximates: ranks are remaining sizes as of the last ACK, "
@@ -512,7 +551,8 @@ def check_pfabric_srpt(
             setup + " (the run of the row above)",
             "exact fluid preemptive SRPT of the same arrivals at the link's payload rate: its "
             "waiting plus each flow's ideal FCT, mean over each size quartile",
-            f"FCT / fluid SRPT by quartile {_fmt_ratios(r_fl)}; {common}",
+            f"FCT / fluid SRPT by quartile {_fmt_ratios(r_fl)}; {common}. Against the fluid "
+            f"SRPT on a link slowed by that lost share ({lost:.1%}): {_fmt_ratios(r_lost)}",
             "15% per quartile",
             tol_why + "; same arrivals, so no sampling noise",
             ok_fl,
@@ -522,21 +562,35 @@ def check_pfabric_srpt(
     ]
 
 
+#: Measured cause of PIAS's departure from the fluid MLFQ at high load (docs/validation.md).
+PIAS_KNOWN = (
+    "At high load PIAS's flows in the lower classes are starved by the higher classes for "
+    "longer than their retransmission timeout (DCTCP's, min_rto 1 ms) with nothing lost (the "
+    "row's timeouts with 0 drops): each timeout resends the flow's window, go-back-N, although "
+    "its packets were only waiting. The resent bytes take link time, which at load 0.8 costs "
+    "every class below: the fluid MLFQ given each flow's sent payload (retransmissions "
+    "included) as its work comes within the row's tolerance of the run (the row's last "
+    "figures), so the spurious retransmissions account for the gap"
+)
+
+
 def _bytes_value(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else _size_bytes(str(v))
 
 
-def check_pias_mlfq(load: float, flows: int, seed: int, sizes: tuple[str, str]) -> list[Check]:
+def check_pias_mlfq(
+    load: float, flows: int, seed: int, sizes: tuple[str, str], thresholds: list[int]
+) -> list[Check]:
     """PIAS on one bottleneck against the project's MLFQ model (per size quartile), with the
     exact fluid MLFQ schedules of the same arrivals (first come first served inside a class,
     the model's assumption, and fair sharing inside a class, what DCTCP inside a class
     approximates) to separate the model's sampling noise and its in-class discipline from
     the transport."""
     sc = _bottleneck("pias", load, flows, seed, sizes)
+    sc["transport"]["thresholds"] = [f"{t}B" for t in thresholds]
     r = run(sc)
-    # PIAS's default thresholds: those of the model, optimal for this size law and load; the
-    # run writes the ones it used into its normalized scenario.
-    thresholds = [_bytes_value(t) for t in r.scenario["transport"]["thresholds"]]
+    # The thresholds the run used (its normalized scenario), so the references use them too.
+    used = [_bytes_value(t) for t in r.scenario["transport"]["thresholds"]]
     f = r.flows
     sm = r.summary()
     rate = _payload_rate()
@@ -547,7 +601,7 @@ def check_pias_mlfq(load: float, flows: int, seed: int, sizes: tuple[str, str]) 
     fct = f["fct_us"] * 1e-6
     dist = _uniform_dist(sizes)
     lam = load * 10e9 / 8 / dist.mean
-    th = [float(t) for t in thresholds]
+    th = used
     model = ideal + np.array([theory.mlfq_response(x, dist, lam, rate, th) for x in s]) - svc
     fcfs = ideal + theory.fluid_mlfq(a, s, rate, th, "fcfs") - a - svc
     ps = ideal + theory.fluid_mlfq(a, s, rate, th, "ps") - a - svc
@@ -559,16 +613,26 @@ def check_pias_mlfq(load: float, flows: int, seed: int, sizes: tuple[str, str]) 
     se = [_batch_se(fcfs[q] / model[q]) for q in qs]
     mean_ps = float(np.nanmean(fct) / np.mean(ps) - 1)
     unfinished = int(np.isnan(fct).sum())
+    # Diagnostic: the same fluid MLFQ with each flow's work = the payload it actually sent
+    # (size + retransmissions; PIAS tags by bytes sent, retransmissions included), so
+    # retransmitted bytes take link time and push their flow down the classes as in the run.
+    sent = f["sent_bytes"].astype(np.float64)
+    retx = float(np.sum(f["retx_bytes"]))
+    ps_sent = ideal + theory.fluid_mlfq(a, sent, rate, th, "ps") - a - svc
+    r_ps_sent = [float(np.nanmean(fct[q]) / np.mean(ps_sent[q])) for q in qs]
+    mean_ps_sent = float(np.nanmean(fct) / np.mean(ps_sent) - 1)
     setup = (
-        f"pias (DCTCP, packets tagged by a multi-level feedback queue; its default thresholds, "
-        f"the model's optimum here: {', '.join(f'{t / 1e3:.1f} KB' for t in thresholds)}; "
-        f"strict priority at the switch): "
+        f"pias (DCTCP, packets tagged by a multi-level feedback queue with {len(th) + 1} "
+        f"classes, thresholds {', '.join(f'{t / 1e3:.0f} KB' for t in th)}: the quartiles of "
+        "the size law, so a flow of the l-th size quartile ends in class l; strict priority at "
+        "the switch): "
         f"16 senders -> 1 receiver on one switch, 10 Gbps links, 20 MB buffer; Poisson arrivals "
         f"at load {load} of the receiver's link, sizes uniform {sizes[0]}-{sizes[1]}, {flows} "
         f"flows, seed {seed}"
     )
     common = (
-        f"{unfinished} unfinished, {sm['drops_total']} drops, {sm['timeouts_total']} timeouts"
+        f"{unfinished} unfinished, {sm['drops_total']} drops, {sm['timeouts_total']} timeouts, "
+        f"{retx / 1e6:.1f} MB retransmitted ({retx / float(np.sum(s)):.1%} of the payload)"
     )
     ok_model_fcfs = all(abs(x - 1) <= 3 * e for x, e in zip(r_fcfs_model, se))
     ok_model = all(abs(x - 1) <= 0.10 + 3 * e for x, e in zip(r_model, se)) and unfinished == 0
@@ -619,12 +683,16 @@ def check_pias_mlfq(load: float, flows: int, seed: int, sizes: tuple[str, str]) 
             setup + " (the run of the row above)",
             "exact fluid MLFQ of the same arrivals with the link shared equally inside the "
             "highest non-empty class: its waiting plus each flow's ideal FCT",
-            f"mean FCT {mean_ps:+.1%}; FCT / reference by quartile {_fmt_ratios(r_ps)}; {common}",
+            f"mean FCT {mean_ps:+.1%}; FCT / reference by quartile {_fmt_ratios(r_ps)}; {common}. "
+            f"Against the same reference with each flow's work = the payload it sent "
+            f"(retransmissions included): mean {mean_ps_sent:+.1%}, by quartile "
+            f"{_fmt_ratios(r_ps_sent)}",
             "mean 5%, each size quartile 10%",
             "the tolerance of DCTCP against fluid processor sharing (same mechanism: packet-level "
             "rather than fluid fairness, round trips); same arrivals, so no sampling noise",
             ok_ps,
-            detail={"r_ps": r_ps},
+            known=PIAS_KNOWN if not ok_ps else "",
+            detail={"r_ps": r_ps, "r_ps_sent": r_ps_sent},
         ),
     ]
 
@@ -817,8 +885,9 @@ def check_little(protocol: str, seed: int, r: Any) -> Check:
     of flows in the system over time, updated at each arrival and departure), lambda and W
     from the flow table. Window [0, end of run]: the system is empty at both ends, so the law
     holds exactly on the sample path. A second run of the same scenario is cut at the median
-    arrival time T (halfway between two arrivals): over [0, T], W is each arrived flow's time in the system inside the window
-    (its FCT, or T - start if still running), which again makes the law exact; the usual
+    arrival time T (halfway between two arrivals): over [0, T], W is each arrived flow's time
+    in the system inside the window (its FCT, or T - start if still running), which again
+    makes the law exact; the usual
     estimate from finished flows only is shown beside it to give the edge effect's size."""
     f = r.flows
     sm = r.summary()
@@ -920,7 +989,11 @@ def suite(reduced: bool = False) -> list[Callable[[], Check | list[Check]]]:
         s.append(
             lambda load=load, n=n: check_pfabric_srpt(load, n, 1, ("100KB", "1MB"), PFABRIC_BUFFER)
         )
-        s.append(lambda load=load, n=n: check_pias_mlfq(load, n, 1, ("100KB", "1MB")))
+        s.append(
+            lambda load=load, n=n: check_pias_mlfq(
+                load, n, 1, ("100KB", "1MB"), [325_000, 550_000, 775_000]
+            )
+        )
     for buf, iw in [(60, 10)] if reduced else [(60, 10), (120, 10), (240, 10), (120, 4)]:
         s.append(lambda buf=buf, iw=iw: check_incast_first_loss(buf, iw))
     for proto in ["dctcp", "homa"] if reduced else CONSERVATION_PROTOCOLS:

@@ -64,8 +64,9 @@ def test_schrage_miller_at_light_load_is_the_service_time():
 def test_fluid_mlfq_two_jobs_by_hand():
     # Threshold 1, rate 1. A (size 3) at 0 is served alone in class 1 until t=1, then in class 2
     # until 1.5 (1.5 served, 1.5 left). B (size 2) arrives at 1.5 in class 1 and preempts A;
-    # B's first byte takes it to 2.5, then B is in class 2 with A. PS in class 2: A 1.5 left, B 1 left, each at 1/2: B done at 2.5 + 2 = 4.5, A (0.5 left)
-    # at 5. FCFS in class 2: A entered class 2 at t=1, first: done at 2.5 + 1.5 = 4, B at 5.
+    # B's first byte takes it to 2.5, then B is in class 2 with A. PS in class 2: A 1.5 left,
+    # B 1 left, each at 1/2: B done at 2.5 + 2 = 4.5, A (0.5 left) at 5. FCFS in class 2: A
+    # entered class 2 at t=1, so it goes first: done at 2.5 + 1.5 = 4, B at 5.
     ps = theory.fluid_mlfq([0.0, 1.5], [3.0, 2.0], 1.0, [1.0], "ps")
     assert ps.tolist() == pytest.approx([5.0, 4.5])
     fcfs = theory.fluid_mlfq([0.0, 1.5], [3.0, 2.0], 1.0, [1.0], "fcfs")
