@@ -221,8 +221,8 @@ impl<'a> Sim<'a> {
             }
         });
         let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
-        // How far ahead link events lie: one MTU's serialization plus propagation.
         let port_lost = vec![PortLost::default(); net.ports.len()];
+        // How far ahead link events lie: one MTU's serialization plus propagation.
         let horizon = net.ports.iter().map(|p| p.tx_time(sc.network.mtu.0) + p.delay).max().unwrap_or_default();
         Sim {
             sc,
