@@ -320,6 +320,9 @@ def summarize(
     s["wall_s"] = wall
     s["events_per_s"] = events / wall if wall > 0 else math.nan
     s["sim_end_us"] = float(counters.get("sim_end_ps", 0)) / 1e6
+    area = counters.get("flows_in_system_integral_ps")
+    end_ps = float(counters.get("sim_end_ps", 0))
+    s["flows_in_system_avg"] = float(area) / end_ps if area is not None and end_ps > 0 else math.nan
     s["cut_at_limit"] = bool(counters.get("cut_at_limit", False))
     s["stop_reason"] = str(counters.get("stop_reason", "done"))
     s["packets_left"] = int(counters.get("packets_left", 0))

@@ -58,6 +58,10 @@ PORT_COLUMNS = [
     "tx_bytes",
     "drops",
     "utilization",
+    "rx_bytes",
+    "dropped_bytes",
+    "trimmed_bytes",
+    "queued_bytes",
 ]
 QUEUE_COLUMNS = ["t_us", "port", "prio", "bytes"]
 LINK_COLUMNS = ["t_us", "port", "tx_bytes", "utilization"]
@@ -141,6 +145,11 @@ def _ports_from_core(raw: Mapping[str, Any], sim_end_ps: int) -> Table:
         "tx_bytes": tx,
         "drops": np.asarray(c["drops"], dtype=np.uint64),
         "utilization": util,
+        # The byte balance (absent from outputs of older cores: zeros).
+        **{
+            k: np.asarray(c.get(k, np.zeros(len(rate))), dtype=np.uint64)
+            for k in ("rx_bytes", "dropped_bytes", "trimmed_bytes", "queued_bytes")
+        },
     }
 
 

@@ -22,6 +22,7 @@ function says otherwise.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -190,3 +191,116 @@ def incast_first_loss_senders(burst_wire_bytes: float, buffer_bytes: float) -> i
     if burst_wire_bytes <= 0:
         raise ValueError("burst_wire_bytes must be positive")
     return int(buffer_bytes // burst_wire_bytes) + 2
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-level feedback queue (PIAS)
+# --------------------------------------------------------------------------------------------
+
+
+def mlfq_response(
+    size: float, dist: SizeDistribution, lam: float, rate: float, thresholds: Sequence[float]
+) -> float:
+    """Mean response time (s) of a job of ``size`` bytes in the project's model of PIAS's
+    multi-level feedback queue (the model the ``pias`` transport derives its default
+    thresholds from, stated in full in ``transport/blocks/pias_thresholds.rs``).
+
+    One server of ``rate`` bytes/s, Poisson arrivals at ``lam`` jobs/s, sizes from ``dist``.
+    A job's bytes in ``[a_{l-1}, a_l)`` are served in class l (``thresholds`` = a_1 < ... <
+    a_{K-1}, a_0 = 0, a_K = infinity); classes in preemptive-resume strict priority, first come
+    first served inside a class. With sigma_l = lam E[min(S, a_l)] (the load of the work done
+    in classes 1..l, in seconds of service) and V_l = lam E[min(S, a_l)^2] / 2, a job of
+    service time x that ends in class l has the mean response time
+
+        T(x) = x / (1 - sigma_{l-1}) + V_l / ((1 - sigma_{l-1}) (1 - sigma_l)).
+    """
+    if rate <= 0 or lam < 0:
+        raise ValueError("rate must be positive and lam non-negative")
+    a = [0.0, *sorted(float(t) for t in thresholds), math.inf]
+    level = next(i for i in range(1, len(a)) if size <= a[i])
+    s = dist.x
+
+    def sigma_v(cap: float) -> tuple[float, float]:
+        m = np.minimum(s, cap) / rate
+        return lam * float(np.mean(m)), lam * float(np.mean(m * m)) / 2.0
+
+    sig_prev, _ = sigma_v(a[level - 1])
+    sig_l, v_l = sigma_v(a[level])
+    if sig_l >= 1:
+        return math.inf
+    x = size / rate
+    return x / (1 - sig_prev) + v_l / ((1 - sig_prev) * (1 - sig_l))
+
+
+def fluid_mlfq(
+    arrivals: Sequence[float],
+    sizes: Sequence[float],
+    rate: float,
+    thresholds: Sequence[float],
+    within: str = "ps",
+) -> np.ndarray:
+    """Completion times of jobs served by one server of ``rate`` bytes/s as a multi-level
+    feedback queue: a job with ``b`` bytes served is in class l while ``a_{l-1} <= b < a_l``
+    (``thresholds`` = a_1 < ... < a_{K-1}); the lowest non-empty class is served, preemptively;
+    inside it ``within = "ps"`` shares the rate equally (what fair transports inside a
+    priority class approximate) and ``"fcfs"`` serves the job that entered the class first
+    (the analytic model's assumption). Exact, event by event (arrival, demotion, completion)."""
+    if within not in ("ps", "fcfs"):
+        raise ValueError("within must be 'ps' or 'fcfs'")
+    a = np.asarray(arrivals, dtype=np.float64)
+    s = np.asarray(sizes, dtype=np.float64)
+    th = np.asarray(sorted(float(t) for t in thresholds), dtype=np.float64)
+    order = np.argsort(a, kind="stable")
+    n = len(a)
+    done = np.full(n, np.nan)
+    served = np.zeros(n)
+    entered = np.zeros(n)  # when the job entered its current class (FCFS order)
+    active: list[int] = []
+    t = 0.0
+    k = 0
+    eps = 1e-9
+
+    def level(j: int) -> int:
+        # Demotions snap ``served`` to the threshold, so the comparison is exact.
+        return int(np.searchsorted(th, served[j], side="right"))
+
+    while k < n or active:
+        next_arr = a[order[k]] if k < n else math.inf
+        if not active:
+            t = next_arr
+            j = int(order[k])
+            active.append(j)
+            entered[j] = t
+            k += 1
+            continue
+        levels = [level(j) for j in active]
+        top = min(levels)
+        cls = [j for j, lv in zip(active, levels) if lv == top]
+        if within == "fcfs":
+            cls = [min(cls, key=lambda j: (entered[j], a[j]))]
+        share = rate / len(cls)
+        cap = th[top] if top < len(th) else math.inf
+        # Bytes each served job can take before an event: its completion or its demotion.
+        room = min(min(s[j], cap) - served[j] for j in cls)
+        dt = max(room, 0.0) / share
+        if t + dt <= next_arr:
+            t += dt
+            for j in cls:
+                served[j] += room
+            for j in list(cls):
+                if served[j] >= s[j] - eps * max(1.0, s[j]):
+                    done[j] = t
+                    active.remove(j)
+                elif served[j] >= cap - eps * max(1.0, cap):
+                    served[j] = cap
+                    entered[j] = t
+        else:
+            step = (next_arr - t) * share
+            for j in cls:
+                served[j] += step
+            t = next_arr
+            j = int(order[k])
+            active.append(j)
+            entered[j] = t
+            k += 1
+    return done

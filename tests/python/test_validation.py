@@ -61,6 +61,58 @@ def test_schrage_miller_at_light_load_is_the_service_time():
     assert theory.mg1_srpt_response(2.0, dist, 1e-9, 1.0) == pytest.approx(2.0, rel=1e-6)
 
 
+def test_fluid_mlfq_two_jobs_by_hand():
+    # Threshold 1, rate 1. A (size 3) at 0 is served alone in class 1 until t=1, then in class 2
+    # until 1.5 (1.5 served, 1.5 left). B (size 2) arrives at 1.5 in class 1 and preempts A;
+    # B's first byte takes it to 2.5, then B is in class 2 with A. PS in class 2: A 1.5 left,
+    # B 1 left, each at 1/2: B done at 2.5 + 2 = 4.5, A (0.5 left) at 5. FCFS in class 2: A
+    # entered class 2 at t=1, so it goes first: done at 2.5 + 1.5 = 4, B at 5.
+    ps = theory.fluid_mlfq([0.0, 1.5], [3.0, 2.0], 1.0, [1.0], "ps")
+    assert ps.tolist() == pytest.approx([5.0, 4.5])
+    fcfs = theory.fluid_mlfq([0.0, 1.5], [3.0, 2.0], 1.0, [1.0], "fcfs")
+    assert fcfs.tolist() == pytest.approx([4.0, 5.0])
+
+
+def test_fluid_mlfq_without_thresholds_is_ps_or_fcfs():
+    rng = np.random.default_rng(5)
+    s = rng.uniform(0.1, 1.0, 3000)
+    a, _ = _poisson(0.7, len(s), s, 6)
+    ps = theory.fluid_mlfq(a, s, 1.0, [], "ps")
+    assert np.max(np.abs(ps - theory.fluid_ps(a, s, 1.0))) < 1e-9
+    fcfs = theory.fluid_mlfq(a, s, 1.0, [], "fcfs")
+    # FCFS by the Lindley recursion: each job starts when it arrives or the previous ends.
+    end = np.empty_like(a)
+    t = 0.0
+    for i in range(len(a)):
+        t = max(t, a[i]) + s[i]
+        end[i] = t
+    assert np.max(np.abs(fcfs - end)) < 1e-9
+
+
+def test_mlfq_model_one_class_is_pollaczek_khinchine():
+    dist = theory.SizeDistribution([1.0, 2.0, 3.0])
+    lam = 0.2
+    es2 = (1 + 4 + 9) / 3
+    rho = lam * 2.0
+    for x in (1.0, 2.0, 3.0):
+        t = theory.mlfq_response(x, dist, lam, 1.0, [])
+        assert t == pytest.approx(x + lam * es2 / (2 * (1 - rho)), rel=1e-12)
+    assert theory.mlfq_response(2.0, dist, 1e-9, 1.0, [1.5]) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_mlfq_model_agrees_with_fluid_mlfq_fcfs_over_many_jobs():
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.1, 1.0, 30_000)
+    a, lam = _poisson(0.7, len(s), s, 4)
+    th = [0.3, 0.6]
+    t = theory.fluid_mlfq(a, s, 1.0, th, "fcfs") - a
+    dist = theory.SizeDistribution(np.linspace(0.1, 1.0, 1001))
+    for lo, hi in [(0.1, 0.3), (0.3, 0.6), (0.6, 1.0)]:
+        sel = (s > lo) & (s <= hi)
+        formula = np.mean([theory.mlfq_response(x, dist, lam, 1.0, th) for x in s[sel][:300]])
+        assert np.mean(t[sel]) == pytest.approx(formula, rel=0.05), (lo, hi)
+
+
 def test_incast_bound_by_hand():
     # 10 packets of 1500 B = 15,000 B per burst; 60 KB buffer: 4 x 15,000 = 60,000 fits,
     # 5 x 15,000 does not -> 6 senders.

@@ -60,6 +60,10 @@ pub struct Port {
     pub drops: u64,
     /// `tx_bytes` at the previous sample (link utilization series).
     pub sampled_tx: u64,
+    /// Bytes offered to the port (wire sizes as they arrive, before any drop or trim): with
+    /// the run's dropped, trimmed-off and still-queued bytes of the port, the other side of
+    /// its byte balance (ports.csv `rx_bytes`).
+    pub rx_bytes: u64,
 }
 
 impl Port {
@@ -265,6 +269,7 @@ impl Network {
                     tx_bytes: 0,
                     drops: 0,
                     sampled_tx: 0,
+                    rx_bytes: 0,
                     pipe: Pipe::default(),
                     ps_per_byte,
                 });

@@ -49,6 +49,15 @@ pub struct PortTable {
     /// Bytes serialized over the whole run.
     pub tx_bytes: Vec<u64>,
     pub drops: Vec<u64>,
+    /// Bytes offered to the port over the whole run (wire sizes on arrival).
+    pub rx_bytes: Vec<u64>,
+    /// Bytes of the packets the port dropped (their size when dropped).
+    pub dropped_bytes: Vec<u64>,
+    /// Bytes the port's trimming cut off packets.
+    pub trimmed_bytes: Vec<u64>,
+    /// Bytes still queued at the port when the run ended. Per port,
+    /// `rx_bytes = tx_bytes + dropped_bytes + trimmed_bytes + queued_bytes`.
+    pub queued_bytes: Vec<u64>,
 }
 
 /// Queue occupancy samples: one row per (time, port, priority) with a non-empty queue.
@@ -98,6 +107,10 @@ pub struct Counters {
     pub wall_s: f64,
     /// Peak number of simultaneously live packets.
     pub peak_live_packets: u64,
+    /// Integral over [0, `sim_end_ps`] of the number of foreground flows in the system
+    /// (arrived, not finished, not abandoned), in flows x ps, counted by the event loop at
+    /// each arrival and departure.
+    pub flows_in_system_integral_ps: f64,
 }
 
 /// Why a run ended.

@@ -133,6 +133,15 @@ pub struct Sim<'a> {
     payload_sent: u64,
     drops: Vec<(&'static str, u64)>,
     trims: u64,
+    /// Per port: bytes dropped there and bytes its trims cut off (ports.csv; counted only
+    /// when a port drops or trims, off the per-packet path).
+    port_lost: Vec<PortLost>,
+    /// Foreground flows in the system (arrived, neither finished nor abandoned), the time of
+    /// its last change and its integral over time until then (flows x ps): Little's law's L,
+    /// counted by the loop itself (two updates per flow), not derived from the flow table.
+    in_system: u64,
+    in_system_since: Time,
+    in_system_area: u128,
     peak_live: usize,
     sampler: Option<Sampler>,
     audit: Option<Vec<Coverage>>,
@@ -212,6 +221,7 @@ impl<'a> Sim<'a> {
             }
         });
         let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
+        let port_lost = vec![PortLost::default(); net.ports.len()];
         // How far ahead link events lie: one MTU's serialization plus propagation.
         let horizon = net.ports.iter().map(|p| p.tx_time(sc.network.mtu.0) + p.delay).max().unwrap_or_default();
         Sim {
@@ -244,6 +254,10 @@ impl<'a> Sim<'a> {
             payload_sent: 0,
             drops: vec![],
             trims: 0,
+            port_lost,
+            in_system: 0,
+            in_system_since: Time::ZERO,
+            in_system_area: 0,
             peak_live: 0,
             sampler,
             audit: sc.output.audit.then(|| vec![Coverage::default(); n]),
@@ -349,7 +363,7 @@ impl<'a> Sim<'a> {
                 }
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
-                Event::Abort { flow } => self.abort(flow as usize),
+                Event::Abort { flow } => self.abort(t, flow as usize),
             }
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
             // once every foreground flow is done (the end condition is then checked each time).
@@ -489,6 +503,7 @@ impl<'a> Sim<'a> {
         let (nic_idle, hosts) = (self.nic_idle, self.net.num_hosts);
         // One bounds check: the port is borrowed once for the whole offer.
         let pt = &mut self.net.ports[port as usize];
+        pt.rx_bytes += size as u64;
         // Fast path: the port is idle and (no TxDone pending) its queue empty, and the
         // policy would admit the packet unchanged and serve it at once.
         if !pt.txdone_pending && pt.busy_until <= now && size <= pt.passthrough {
@@ -517,7 +532,10 @@ impl<'a> Sim<'a> {
                     });
                 }
             }
+            let lost = &mut self.port_lost[port as usize];
+            lost.trimmed += self.fx.trimmed_bytes;
             for &(d, cause) in &self.fx.drops {
+                lost.dropped += self.arena.get(d).size as u64;
                 drop_into(&mut self.arena, &mut self.drops, d, cause);
             }
             self.fx.clear();
@@ -561,6 +579,9 @@ impl<'a> Sim<'a> {
     fn flow_arrival(&mut self, now: Time) {
         let f = self.next_flow;
         self.next_flow += 1;
+        if !self.flows[f].background {
+            self.in_system_change(now, true);
+        }
         self.update_all_done();
         let host = self.flows[f].src;
         let mut out = std::mem::take(&mut self.actions);
@@ -589,12 +610,13 @@ impl<'a> Sim<'a> {
 
     /// The deadline of flow `f` has passed: if it is still incomplete, the application
     /// abandons it (`run.abort_at_deadline`).
-    fn abort(&mut self, f: usize) {
+    fn abort(&mut self, now: Time, f: usize) {
         let Some(a) = &mut self.aborted else { return };
         if self.finish[f] != u64::MAX || a[f] {
             return;
         }
         a[f] = true;
+        self.in_system_change(now, false);
         self.fg_done += 1;
         self.update_all_done();
     }
@@ -648,6 +670,7 @@ impl<'a> Sim<'a> {
             }
             self.finish[fi] = now.0;
             if !self.flows[fi].background {
+                self.in_system_change(now, false);
                 self.fg_done += 1;
                 self.update_all_done();
             }
@@ -659,6 +682,20 @@ impl<'a> Sim<'a> {
                     ));
                 }
             }
+        }
+    }
+
+    /// A foreground flow entered (`arrived`) or left the system at `now`.
+    #[inline]
+    fn in_system_change(&mut self, now: Time, arrived: bool) {
+        self.in_system_area += self.in_system as u128 * (now.0 - self.in_system_since.0) as u128;
+        self.in_system_since = now;
+        if arrived {
+            self.in_system += 1;
+        } else {
+            // Saturating: a transport completing a flow that never arrived must not panic
+            // (the integral then disagrees with the flow table, which the validation shows).
+            self.in_system = self.in_system.saturating_sub(1);
         }
     }
 
@@ -743,7 +780,13 @@ impl<'a> Sim<'a> {
             pt.peer_kind.push(sc.topology.tiers[p.peer as usize].name().to_string());
             pt.tx_bytes.push(p.tx_bytes);
             pt.drops.push(p.drops);
+            pt.rx_bytes.push(p.rx_bytes);
+            let lost = self.port_lost.get(i).copied().unwrap_or_default();
+            pt.dropped_bytes.push(lost.dropped);
+            pt.trimmed_bytes.push(lost.trimmed);
+            pt.queued_bytes.push(p.disc.bytes().0);
         }
+        let in_system_area = self.in_system_area + self.in_system as u128 * (now.0 - self.in_system_since.0) as u128;
         let (queue_samples, link_samples) = match self.sampler {
             Some(s) => (s.queue, s.link),
             None => (QueueSamples::default(), LinkSamples::default()),
@@ -762,6 +805,7 @@ impl<'a> Sim<'a> {
             packets_left: live,
             wall_s,
             peak_live_packets: self.peak_live as u64,
+            flows_in_system_integral_ps: in_system_area as f64,
         };
         RunOutput {
             flows: ft,
@@ -774,6 +818,13 @@ impl<'a> Sim<'a> {
             error: self.failure,
         }
     }
+}
+
+/// Bytes a port lost: dropped, and cut off by trimming.
+#[derive(Clone, Copy, Debug, Default)]
+struct PortLost {
+    dropped: u64,
+    trimmed: u64,
 }
 
 /// Count a dropped packet under `cause` and free it.

@@ -244,6 +244,10 @@ fn ports_dict<'py>(py: Python<'py>, p: &PortTable) -> PyResult<Bound<'py, PyDict
     d.set_item("peer_kind", strings(py, &p.peer_kind)?)?;
     d.set_item("tx_bytes", column(py, &p.tx_bytes))?;
     d.set_item("drops", column(py, &p.drops))?;
+    d.set_item("rx_bytes", column(py, &p.rx_bytes))?;
+    d.set_item("dropped_bytes", column(py, &p.dropped_bytes))?;
+    d.set_item("trimmed_bytes", column(py, &p.trimmed_bytes))?;
+    d.set_item("queued_bytes", column(py, &p.queued_bytes))?;
     Ok(d)
 }
 
@@ -283,6 +287,7 @@ fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDi
     d.set_item("packets_left", c.packets_left)?;
     d.set_item("wall_s", c.wall_s)?;
     d.set_item("peak_live_packets", c.peak_live_packets)?;
+    d.set_item("flows_in_system_integral_ps", c.flows_in_system_integral_ps)?;
     Ok(d)
 }
 

@@ -36,12 +36,15 @@ pub struct PortEffects {
     pub drops: Vec<(PktIdx, &'static str)>,
     /// Packets whose payload was trimmed.
     pub trims: u64,
+    /// Bytes the trims removed (wire size before minus after), for the port's byte balance.
+    pub trimmed_bytes: u64,
 }
 
 impl PortEffects {
     pub fn clear(&mut self) {
         self.drops.clear();
         self.trims = 0;
+        self.trimmed_bytes = 0;
     }
 }
 

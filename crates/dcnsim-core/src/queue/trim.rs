@@ -145,21 +145,22 @@ impl NdpTrim {
         self.rng = rng;
         self
     }
-    /// Cut `p` to a header of at most `header_size` bytes (class 0, `TRIMMED`).
+    /// Cut `p` to a header of at most `header_size` bytes (class 0, `TRIMMED`); returns the
+    /// bytes removed.
     #[inline]
-    fn cut(p: &mut Packet, header_size: u32) {
+    fn cut(p: &mut Packet, header_size: u32) -> u64 {
+        let before = p.size;
         p.size = header_size.min(p.size);
         p.payload = 0;
         p.prio = 0;
         p.flags.set(PacketFlags::TRIMMED);
+        (before - p.size) as u64
     }
     /// Trim the data queue's tail to make room for an arriving data packet of `size` bytes,
     /// if the tail is trimmable and removing its payload makes room; its header joins the
-    /// header queue. Returns whether it did.
-    fn trim_tail(&mut self, size: u64, pkts: &mut PacketArena) -> bool {
-        let Some((tail, tail_size)) = self.q.back_class(DATA) else {
-            return false;
-        };
+    /// header queue. Returns the bytes it cut, if it did.
+    fn trim_tail(&mut self, size: u64, pkts: &mut PacketArena) -> Option<u64> {
+        let (tail, tail_size) = self.q.back_class(DATA)?;
         let t = pkts.get_mut(tail);
         let tail_size = tail_size as u64;
         let hdr = (self.header_size as u64).min(tail_size);
@@ -167,13 +168,13 @@ impl NdpTrim {
             || self.q.class_bytes(DATA) - tail_size + size > self.data_limit
             || self.q.total() - tail_size + hdr + size > self.buffer
         {
-            return false;
+            return None;
         }
-        Self::cut(t, self.header_size);
+        let cut = Self::cut(t, self.header_size);
         debug_assert_eq!(t.size as u64, hdr);
         self.q.pop_back_class(DATA);
         self.q.push_back(HDR, tail, hdr);
-        true
+        Some(cut)
     }
     /// Packets waiting in the data queue.
     pub fn data_len(&self) -> usize {
@@ -202,13 +203,16 @@ impl QueueDisc for NdpTrim {
             }
             fx.trims += 1;
             // NDP's coin: trim the data queue's tail and queue the arriving packet instead.
-            if self.tail_p > 0.0 && self.rng.f64() < self.tail_p && self.trim_tail(size, pkts) {
-                self.q.push_back(DATA, idx, size);
-                return;
+            if self.tail_p > 0.0 && self.rng.f64() < self.tail_p {
+                if let Some(cut) = self.trim_tail(size, pkts) {
+                    fx.trimmed_bytes += cut;
+                    self.q.push_back(DATA, idx, size);
+                    return;
+                }
             }
             // Cut the arriving packet's payload; the header joins the header queue below.
             let p = pkts.get_mut(idx);
-            Self::cut(p, self.header_size);
+            fx.trimmed_bytes += Self::cut(p, self.header_size);
         }
         let p = pkts.get(idx);
         let size = p.size as u64;
