@@ -51,10 +51,10 @@
 //!   the lowest), leaving higher levels free for shorter messages that arrive later.
 //! - **Loss recovery by timeouts** (§3.7): finite switch buffers drop packets. A receiver
 //!   that expects bytes of an incomplete message (granted or unscheduled, not yet here) and
-//!   has seen none of them for `resend_timeout` sends a RESEND for the first missing packet
-//!   range below the grant offset (or for every range, `resend_ranges`), at most one
-//!   outstanding per sending host (`resend_per_peer`; see "Loss recovery as Homa's designers
-//!   built it" and "The RESEND rule" below); the sender keeps every message until the
+//!   has seen none of them for `resend_timeout` sends one RESEND per missing packet range
+//!   below the grant offset (options: the first range only, a limit per sending host; see
+//!   "Loss recovery as Homa's designers built it" and "The RESEND rule" below); the sender
+//!   keeps every message until the
 //!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
 //!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
 //!   repaired too). A sender that has heard nothing at all about a message
@@ -113,9 +113,9 @@
 //! | `sched_prios` | `network.priorities` - `unsched_prios` | classes for scheduled packets (below the unscheduled ones) |
 //! | `unsched_cutoffs` | from the workload CDF; without one, `rtt_bytes` x j / `unsched_prios` | message sizes (bytes, increasing, `unsched_prios` - 1 of them): a message of at most cutoff j uses unscheduled level j |
 //! | `resend_timeout` | 5 ms | receiver: no progress for this long -> RESEND (HomaModule: 5 timer ticks of 1 ms; Aeolus §V: 1 ms / 100 us; §II-C: 10 ms; PPT §6.2: 1 ms; eager Homa 20 us) |
-//! | `resend_ranges` | `"first"` | `"first"`: a RESEND round asks for the first missing range only; `"all"`: one RESEND per missing range |
-//! | `resend_per_peer` | 1 (`true`) | RESENDs a receiving host may have outstanding to one sending host, handed to its stalled messages least recently asked first; `false` (0): no limit |
-//! | `rank_until_received` | true | a granted message keeps its rank and overcommitment slot until its last byte arrives; false: it leaves the ranking once fully granted |
+//! | `resend_ranges` | `"all"` | `"all"`: one RESEND per missing range; `"first"`: a RESEND round asks for the first missing range only |
+//! | `resend_per_peer` | `false` (0) | RESENDs a receiving host may have outstanding to one sending host (`true` = 1, or a count), handed to its stalled messages least recently asked first; `false`: no limit |
+//! | `rank_until_received` | false | true: a granted message keeps its rank and overcommitment slot until its last byte arrives (HomaModule); false: it leaves the ranking once fully granted |
 //! | `resend_class` | `"message"` | class a RESEND asks for: the message's current class; `"highest"`: class 0 |
 //! | `sender_timeout` | 2 x `resend_timeout` | sender: nothing heard about a message for this long -> resend its first packet |
 //! | `aeolus` | false | add the Aeolus building block |
@@ -141,8 +141,8 @@
 //!   lowest scheduled level. With a single class everything rides class 0.
 //! - The receiver sends a GRANT only when the offset advances (one per data packet of a
 //!   granted message in steady state); a rank change alone is carried by the next GRANT.
-//! - RESEND: for the first missing contiguous range (`resend_ranges = "all"`: one per
-//!   range, all sent at one expiry) below min(length, grant offset - bytes declared lost)
+//! - RESEND: one per missing contiguous range, all sent at one expiry (`resend_ranges =
+//!   "first"`: the first only), below min(length, grant offset - bytes declared lost)
 //!   (declared-lost packets included), class = the message's scheduled class (its
 //!   unscheduled class if it needs no grants); when to send it: "The RESEND rule" below.
 //!   The timer re-arms after each RESEND round. Packets not yet
@@ -206,46 +206,62 @@
 //! `aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again`.
 //!
 //! # Loss recovery as Homa's designers built it
-//! The Linux implementation (HomaModule; its protocol description and timer code) shows
-//! how Homa keeps a receiver from asking for data that is only queued. Its timer ticks
-//! every 1 ms; a message's silence counter is reset by any packet of the message and held
-//! at zero while everything granted has arrived. The defaults here follow it; where its
-//! versions differ we say which one:
-//! - Timeout: a RESEND after 5 silent ticks (`resend_ticks` = 5 since early 2024; 15 in
-//!   2021-2024), repeated every 5 ticks. Our default `resend_timeout` = 5 ms. The papers that
-//!   use Homa as a baseline chose shorter timers (Aeolus §V-C 1 ms, PPT §6.2 1 ms); their
-//!   reproductions pin them. Why 5 ms: on one 10 Gbps bottleneck at load 0.8 with no loss at
-//!   all, a 1 ms timer fired 1,300 (100 KB-1 MB messages) and 4,528 (1-10 MB) times on
-//!   packets that were queued in a lower class behind more urgent messages; 5 ms leaves 122
-//!   and 666, and the mean slowdown comes within 3.6% and 1.5% of preemptive SRPT (from
-//!   +5.5% and +7.8%). Under SRPT a large message can wait behind shorter ones for many
-//!   milliseconds, so no timer removes them all.
-//! - Scope (`resend_ranges = "first"`): the protocol description and the code from 2019
-//!   to mid-2025 ask for the first unreceived range only; the current code asks for every
-//!   gap. `"all"` is this model's earlier rule.
-//! - Per-peer limit (`resend_per_peer = 1`): the protocol description and the code from
-//!   2020 to early 2024 send one RESEND at a time to a given host (many messages of one
-//!   host stalling together means that host is overloaded, and RESENDs add to its load),
-//!   rotated among that host's messages so that each eventually gets one (the least recently
-//!   asked first); early 2024 the code dropped the limit (messages waited too long for their
-//!   turn). Here a RESEND counts against its sender's limit until the sender answers it (a
-//!   packet it resent because of it, or BUSY), the message completes, or `resend_timeout`
-//!   passes; a freed slot goes at once to the sender's due message asked least recently.
-//!   A message asks again at most once per `resend_timeout`.
-//! - Rank until received (`rank_until_received = true`): HomaModule keeps a message among
-//!   the ranked, granted messages (holding one of the overcommitment slots) until its last
-//!   byte arrives, ranked by bytes not yet received. A message that left the ranking once
-//!   fully granted kept the class of its last GRANT: its RESEND asked for that class,
-//!   possibly below the messages now granted (see the next point).
-//! - The grant set changes under a message's last packets: a packet's class is fixed when
-//!   it is sent, so the last packets of a fully granted message can wait in a class below a
-//!   longer message granted later (test
-//!   `fully_granted_message_tail_is_outranked_by_a_longer_message_granted_later`). HomaModule
-//!   has the same property; keeping the message ranked puts its RESEND's class above the
-//!   longer message. HomaModule's RESEND asks for its highest priority (`resend_class =
-//!   "highest"`); measured on the bottleneck above at 1 ms that made things worse (+7.9% and
-//!   +11.8% against SRPT, as many resends): the copies jump ahead of useful data while the
-//!   originals still arrive. We keep the message's class by default.
+//! The Linux implementation (HomaModule: its protocol description and its timer code over
+//! the years) shows how Homa keeps a receiver from asking for data that is only queued.
+//! Its timer ticks every 1 ms; a message's silence counter is reset by any packet of the
+//! message and held at zero while everything granted has arrived (as in "The RESEND rule").
+//! Three mechanisms, each an option here; the defaults follow the implementation's current
+//! code where its versions differ, for the reasons measured below:
+//! - Timeout (`resend_timeout`, default 5 ms): a RESEND after 5 silent ticks
+//!   (`resend_ticks` = 5 since early 2024, 15 in 2021-2024), repeated every 5 ticks. The
+//!   papers that use Homa as a baseline set shorter timers (Aeolus §V-C 1 ms, PPT §6.2
+//!   1 ms); their reproductions pin them.
+//! - Scope (`resend_ranges`, default `"all"`): the protocol description and the code from
+//!   2019 to mid-2025 ask for the first unreceived range only (`"first"`); the current code
+//!   asks for every gap and the granted bytes after the last one (`"all"`).
+//! - Per-peer limit (`resend_per_peer`, default no limit): the protocol description and
+//!   the code from 2020 to early 2024 send one RESEND at a time to a given host (many
+//!   messages of one host stalling together means that host is overloaded), rotated among
+//!   that host's messages so that each eventually gets one; the code dropped the limit in
+//!   early 2024 because messages waited too long for their turn. With a limit here a RESEND
+//!   counts against its sender's limit until the sender answers it (a packet it resent
+//!   because of it, or BUSY), the message completes, or `resend_timeout` passes; a freed
+//!   slot goes at once to that sender's due message asked least recently (never asked
+//!   first, then arrival, then flow id). A message asks again at most once per
+//!   `resend_timeout`.
+//!
+//! Measured (the validation suite's SRPT rows: 16 senders -> 1 receiver, 10 Gbps, 20 MB
+//! buffer, so no packet is ever lost and every RESEND is spurious; load 0.8): with a 1 ms
+//! timer, 1,300 timeouts (100 KB-1 MB messages) and 4,528 (1-10 MB), mean slowdown +5.5%
+//! and +7.8% over preemptive SRPT. First range plus one RESEND per host: 1,217 and 4,294
+//! (+5.6%, +7.4%): the missing bytes of a queued message are one range, and the senders
+//! are 16 different hosts. A 5 ms timer: 128 and 694 timeouts, +4.5% and +1.6% (first
+//! range plus limit on top: 123 and 666). The timer does the work; under SRPT a large
+//! message can wait behind shorter ones for longer than any timer, so none removes them
+//! all. Where packets are really lost the first-range scope and the limit cost time: in the
+//! reduced `repro/ppt_fig23_incast` (1 ms timer) plain Homa's mean FCT rose from 4.5 ms to
+//! 6.3 ms (31 senders; 1.6 to 4.2 ms with 8): with the first range only, a message with
+//! several gaps needs several RESEND rounds. Hence the defaults `"all"` and no limit.
+//!
+//! Two further choices of the implementation, options here, off by default:
+//! - `rank_until_received`: HomaModule keeps a message among the ranked, granted messages
+//!   (holding one of the overcommitment slots) until its last byte arrives. Without it a
+//!   message leaves the ranking once fully granted, and its RESEND asks for the class of its
+//!   last GRANT, possibly below the messages granted since. Measured: no change on the
+//!   SRPT rows (load 0.8, 1 ms: +5.5%, 1,297 timeouts instead of 1,300); in the reduced
+//!   `ppt_fig21_memcached` Homa+Aeolus (overcommitment 2) the mean FCT rose from 13.5 to
+//!   136 us (not diagnosed further), while in the reduced `ppt_fig23_incast` Homa+Aeolus
+//!   it fell from 2.95 to 2.40 ms (31 senders). It changes the grant schedule, not only
+//!   loss recovery, so it stays opt-in.
+//! - `resend_class = "highest"`: HomaModule's RESEND asks for its highest priority. On the
+//!   SRPT rows at 1 ms this made things worse (+7.9% and +11.8%, as many timeouts): the
+//!   copies of packets that are only queued overtake useful data.
+//!
+//! The grant set changing under a message's last packets (the second source of spurious
+//! RESENDs) is still modelled, as in Homa: a packet's class is fixed when it is sent, so
+//! the last packets of a fully granted message can wait in a class below a longer message
+//! granted later (test `fully_granted_message_tail_is_outranked_by_a_longer_message_granted_later`).
+//! The longer timer is what keeps such a wait from turning into a RESEND.
 //!
 //! # The RESEND rule
 //! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
@@ -377,9 +393,9 @@ pub struct HomaConfig {
 #[serde(rename_all = "snake_case")]
 pub enum ResendRanges {
     /// Only the first missing range (the one with the lowest offset).
-    #[default]
     First,
     /// Every missing range below the offset the sender's new data has reached.
+    #[default]
     All,
 }
 
@@ -396,14 +412,8 @@ pub enum ResendClass {
 
 /// How many RESENDs a receiving host may have outstanding to one sending host
 /// (`resend_per_peer`): `true` (= 1), a count, or `false` (= 0, no limit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResendPerPeer(pub u32);
-
-impl Default for ResendPerPeer {
-    fn default() -> Self {
-        ResendPerPeer(1)
-    }
-}
 
 impl<'de> Deserialize<'de> for ResendPerPeer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -438,9 +448,9 @@ impl Default for HomaConfig {
             sched_prios: None,
             unsched_cutoffs: None,
             resend_timeout: Time::ms(5),
-            resend_ranges: ResendRanges::First,
-            resend_per_peer: ResendPerPeer(1),
-            rank_until_received: true,
+            resend_ranges: ResendRanges::All,
+            resend_per_peer: ResendPerPeer(0),
+            rank_until_received: false,
             resend_class: ResendClass::Message,
             sender_timeout: None,
             aeolus: false,
@@ -1842,8 +1852,8 @@ mod tests {
         assert_eq!((p.unsched_prios, p.sched_prios, p.overcommitment), (2, 6, 6));
         assert_eq!(p.cutoffs, vec![4064]);
         assert_eq!(p.resend_timeout, Time::ms(5));
-        assert_eq!((p.resend_ranges, p.resend_per_peer), (ResendRanges::First, 1));
-        assert!(p.rank_until_received && p.resend_class == ResendClass::Message);
+        assert_eq!((p.resend_ranges, p.resend_per_peer), (ResendRanges::All, 0));
+        assert!(!p.rank_until_received && p.resend_class == ResendClass::Message);
         assert_eq!(p.sender_timeout, Time::ms(10));
         assert!(p.aeolus.is_none());
     }
@@ -2267,9 +2277,7 @@ mod tests {
     #[test]
     fn no_resend_while_waiting_for_grants_and_the_clock_starts_when_granted_data_can_arrive() {
         let fl = flows(&[(0, 3, 30 * MSS), (1, 3, 40 * MSS)]);
-        // A fully granted message leaves the ranking at once, so flow 1 is granted before
-        // flow 0's last packets arrive.
-        let mut h = homa(json!({"overcommitment": 1, "resend_timeout": "100us", "rank_until_received": false}));
+        let mut h = homa(json!({"overcommitment": 1, "resend_timeout": "100us"}));
         let mut timer = None;
         for f in &fl {
             for i in 0..6 {
@@ -2463,7 +2471,7 @@ mod tests {
         kinds(a, KIND_RESEND).iter().map(|q| (q.flow, q.seq / MSS, q.ack.div_ceil(MSS))).collect()
     }
 
-    /// Per-peer limit 1 (the default): flows 0 and 1 from host 0 and flow 2 from host 1 all
+    /// Per-peer limit 1 (`resend_per_peer = true`): flows 0 and 1 from host 0 and flow 2 from host 1 all
     /// stall with packet 1 missing; their timers expire together at 105 us. Host 0 gets one
     /// RESEND (flow 0, the older), host 1 its own (flow 2); flow 1's timer waits for the
     /// slot (re-armed at 205 us, when flow 0's RESEND stops counting). Host 0 answers BUSY
@@ -2472,7 +2480,7 @@ mod tests {
     #[test]
     fn two_stalled_messages_from_one_peer_get_one_outstanding_resend_the_other_after_the_answer() {
         let fl = flows(&[(0, 3, 3 * MSS), (0, 3, 3 * MSS), (1, 3, 3 * MSS)]);
-        let mut h = homa(json!({"resend_timeout": "100us"}));
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_per_peer": true}));
         let timers = stall_three_packet_messages(&mut h, &fl);
         assert!(timers.iter().all(|t| t.0 == Time::us(105)));
         let mut sent = Vec::new();
@@ -2499,8 +2507,8 @@ mod tests {
     }
 
     /// An 8-packet message (all unscheduled with rtt_bytes 20,000 B) gets packets 0, 2, 3,
-    /// 5 and 7: packets 1, 4 and 6 are missing, three ranges. By default the RESEND names
-    /// only the first range; with `resend_ranges = "all"` one RESEND per range.
+    /// 5 and 7: packets 1, 4 and 6 are missing, three ranges. With `resend_ranges = "first"`
+    /// the RESEND names only the first range; with `"all"` (the default) one RESEND per range.
     #[test]
     fn stalled_message_with_three_missing_ranges_resend_names_only_the_first() {
         let fl = flows(&[(0, 3, 8 * MSS)]);
@@ -2524,7 +2532,7 @@ mod tests {
     #[test]
     fn stalled_messages_of_one_peer_take_turns_for_its_resend_slot() {
         let fl = flows(&[(0, 3, 3 * MSS), (0, 3, 3 * MSS), (0, 3, 3 * MSS)]);
-        let mut h = homa(json!({"resend_timeout": "100us"}));
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_per_peer": 1}));
         // Pending timer events; a re-armed timer leaves its old event stale (ignored).
         let mut events = stall_three_packet_messages(&mut h, &fl);
         let mut turns = Vec::new();
@@ -2548,7 +2556,7 @@ mod tests {
     #[test]
     fn stalled_message_clock_restarts_at_new_data_and_at_busy() {
         let fl = flows(&[(0, 3, 4 * MSS)]);
-        let mut h = homa(json!({"resend_timeout": "100us"}));
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_ranges": "first", "resend_per_peer": true}));
         let a = call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(&fl[0], 0, true)));
         let (at, tok) = recv_timer(&a, 0).unwrap();
         assert!(call(3, Time::us(60), &fl, |c| h.on_packet(c, &data(&fl[0], 2, true))).sends.is_empty());
