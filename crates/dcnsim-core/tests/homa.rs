@@ -178,7 +178,7 @@ const SMALL_BUF_AEOLUS: &str =
 ///   sent again exactly once, and the incast ends well before one timeout.
 #[test]
 fn small_buffer_homa_times_out_homa_aeolus_does_not() {
-    let homa = r#"{"protocol":"homa","overcommitment":2}"#;
+    let homa = r#"{"protocol":"homa","overcommitment":2,"resend_timeout":"1ms"}"#;
     let (plain, pc) = incast_run(homa, SMALL_BUF, 16, 30_000);
     eprintln!("homa: {} {pc:?}", summary(&plain));
     let f = &plain.flows;
@@ -187,7 +187,7 @@ fn small_buffer_homa_times_out_homa_aeolus_does_not() {
     assert!(timed_out.iter().all(|&i| f.fct_ps[i] > Time::ms(1).0), "they wait for resend_timeout");
     assert!(drops(&plain, "buffer_overflow") > 0);
 
-    let aeo = r#"{"protocol":"homa","overcommitment":2,"aeolus":true}"#;
+    let aeo = r#"{"protocol":"homa","overcommitment":2,"aeolus":true,"resend_timeout":"1ms"}"#;
     let (with, ac) = incast_run(aeo, SMALL_BUF_AEOLUS, 16, 30_000);
     eprintln!("homa+aeolus: {} {ac:?}", summary(&with));
     let f = &with.flows;

@@ -52,7 +52,9 @@
 //! - **Loss recovery by timeouts** (§3.7): finite switch buffers drop packets. A receiver
 //!   that expects bytes of an incomplete message (granted or unscheduled, not yet here) and
 //!   has seen none of them for `resend_timeout` sends one RESEND per missing packet range
-//!   below the grant offset (see "The RESEND rule" below); the sender keeps every message until the
+//!   below the grant offset (options: the first range only, a limit per sending host; see
+//!   "Loss recovery as Homa's designers built it" and "The RESEND rule" below); the sender
+//!   keeps every message until the
 //!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
 //!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
 //!   repaired too). A sender that has heard nothing at all about a message
@@ -110,7 +112,11 @@
 //! | `unsched_prios` | from the workload (see above); 2 without a CDF | classes for unscheduled packets (classes 0..) |
 //! | `sched_prios` | `network.priorities` - `unsched_prios` | classes for scheduled packets (below the unscheduled ones) |
 //! | `unsched_cutoffs` | from the workload CDF; without one, `rtt_bytes` x j / `unsched_prios` | message sizes (bytes, increasing, `unsched_prios` - 1 of them): a message of at most cutoff j uses unscheduled level j |
-//! | `resend_timeout` | 1 ms | receiver: no progress for this long -> RESEND (Aeolus §V: 1 ms / 100 us; §II-C: 10 ms; eager Homa 20 us) |
+//! | `resend_timeout` | 5 ms | receiver: no progress for this long -> RESEND (HomaModule: 5 timer ticks of 1 ms; Aeolus §V: 1 ms / 100 us; §II-C: 10 ms; PPT §6.2: 1 ms; eager Homa 20 us) |
+//! | `resend_ranges` | `"all"` | `"all"`: one RESEND per missing range; `"first"`: a RESEND round asks for the first missing range only |
+//! | `resend_per_peer` | `false` (0) | RESENDs a receiving host may have outstanding to one sending host (`true` = 1, or a count), handed to its stalled messages least recently asked first; `false`: no limit |
+//! | `rank_until_received` | false | true: a granted message keeps its rank and overcommitment slot until its last byte arrives (HomaModule); false: it leaves the ranking once fully granted |
+//! | `resend_class` | `"message"` | class a RESEND asks for: the message's current class; `"highest"`: class 0 |
 //! | `sender_timeout` | 2 x `resend_timeout` | sender: nothing heard about a message for this long -> resend its first packet |
 //! | `aeolus` | false | add the Aeolus building block |
 //! | `aeolus_mode` | `"selective_drop"` | `"low_priority"`: the §V-E priority-queueing alternative |
@@ -135,10 +141,11 @@
 //!   lowest scheduled level. With a single class everything rides class 0.
 //! - The receiver sends a GRANT only when the offset advances (one per data packet of a
 //!   granted message in steady state); a rank change alone is carried by the next GRANT.
-//! - RESEND: one per missing contiguous range below min(length, grant offset - bytes
-//!   declared lost) (declared-lost packets included), all sent at one expiry, class = the
-//!   message's scheduled class (its unscheduled class if it needs no grants); when to send
-//!   it: "The RESEND rule" below. The timer re-arms after each RESEND round. Packets not yet
+//! - RESEND: one per missing contiguous range, all sent at one expiry (`resend_ranges =
+//!   "first"`: the first only), below min(length, grant offset - bytes declared lost)
+//!   (declared-lost packets included), class = the message's scheduled class (its
+//!   unscheduled class if it needs no grants); when to send it: "The RESEND rule" below.
+//!   The timer re-arms after each RESEND round. Packets not yet
 //!   sent at all are not resent (the sender sends them as new data). A RESEND also counts
 //!   as contact for the sender timeout. With Aeolus, a RESEND naming a packet Aeolus found
 //!   lost but has not yet resent (no credit yet) takes its place: the packet is sent once,
@@ -197,6 +204,64 @@
 //! the grant by that packet. The paper does not discuss this case (it assumes the two
 //! inferences agree); HomaSimulation, which sprays, has no Aeolus. Test:
 //! `aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again`.
+//!
+//! # Loss recovery as Homa's designers built it
+//! The Linux implementation (HomaModule: its protocol description and its timer code over
+//! the years) shows how Homa keeps a receiver from asking for data that is only queued.
+//! Its timer ticks every 1 ms; a message's silence counter is reset by any packet of the
+//! message and held at zero while everything granted has arrived (as in "The RESEND rule").
+//! Three mechanisms, each an option here; the defaults follow the implementation's current
+//! code where its versions differ, for the reasons measured below:
+//! - Timeout (`resend_timeout`, default 5 ms): a RESEND after 5 silent ticks
+//!   (`resend_ticks` = 5 since early 2024, 15 in 2021-2024), repeated every 5 ticks. The
+//!   papers that use Homa as a baseline set shorter timers (Aeolus §V-C 1 ms, PPT §6.2
+//!   1 ms); their reproductions pin them.
+//! - Scope (`resend_ranges`, default `"all"`): the protocol description and the code from
+//!   2019 to mid-2025 ask for the first unreceived range only (`"first"`); the current code
+//!   asks for every gap and the granted bytes after the last one (`"all"`).
+//! - Per-peer limit (`resend_per_peer`, default no limit): the protocol description and
+//!   the code from 2020 to early 2024 send one RESEND at a time to a given host (many
+//!   messages of one host stalling together means that host is overloaded), rotated among
+//!   that host's messages so that each eventually gets one; the code dropped the limit in
+//!   early 2024 because messages waited too long for their turn. With a limit here a RESEND
+//!   counts against its sender's limit until the sender answers it (a packet it resent
+//!   because of it, or BUSY), the message completes, or `resend_timeout` passes; a freed
+//!   slot goes at once to that sender's due message asked least recently (never asked
+//!   first, then arrival, then flow id). A message asks again at most once per
+//!   `resend_timeout`.
+//!
+//! Measured (the validation suite's SRPT rows: 16 senders -> 1 receiver, 10 Gbps, 20 MB
+//! buffer, so no packet is ever lost and every RESEND is spurious; load 0.8): with a 1 ms
+//! timer, 1,300 timeouts (100 KB-1 MB messages) and 4,528 (1-10 MB), mean slowdown +5.5%
+//! and +7.8% over preemptive SRPT. First range plus one RESEND per host: 1,217 and 4,294
+//! (+5.6%, +7.4%): the missing bytes of a queued message are one range, and the senders
+//! are 16 different hosts. A 5 ms timer: 128 and 694 timeouts, +4.5% and +1.6% (first
+//! range plus limit on top: 123 and 666). The timer does the work; under SRPT a large
+//! message can wait behind shorter ones for longer than any timer, so none removes them
+//! all. Where packets are really lost the first-range scope and the limit cost time: in the
+//! reduced `repro/ppt_fig23_incast` (1 ms timer) plain Homa's mean FCT rose from 4.5 ms to
+//! 6.3 ms (31 senders; 1.6 to 4.2 ms with 8): with the first range only, a message with
+//! several gaps needs several RESEND rounds. Hence the defaults `"all"` and no limit.
+//!
+//! Two further choices of the implementation, options here, off by default:
+//! - `rank_until_received`: HomaModule keeps a message among the ranked, granted messages
+//!   (holding one of the overcommitment slots) until its last byte arrives. Without it a
+//!   message leaves the ranking once fully granted, and its RESEND asks for the class of its
+//!   last GRANT, possibly below the messages granted since. Measured: no change on the
+//!   SRPT rows (load 0.8, 1 ms: +5.5%, 1,297 timeouts instead of 1,300); in the reduced
+//!   `ppt_fig21_memcached` Homa+Aeolus (overcommitment 2) the mean FCT rose from 13.5 to
+//!   136 us (not diagnosed further), while in the reduced `ppt_fig23_incast` Homa+Aeolus
+//!   it fell from 2.95 to 2.40 ms (31 senders). It changes the grant schedule, not only
+//!   loss recovery, so it stays opt-in.
+//! - `resend_class = "highest"`: HomaModule's RESEND asks for its highest priority. On the
+//!   SRPT rows at 1 ms this made things worse (+7.9% and +11.8%, as many timeouts): the
+//!   copies of packets that are only queued overtake useful data.
+//!
+//! The grant set changing under a message's last packets (the second source of spurious
+//! RESENDs) is still modelled, as in Homa: a packet's class is fixed when it is sent, so
+//! the last packets of a fully granted message can wait in a class below a longer message
+//! granted later (test `fully_granted_message_tail_is_outranked_by_a_longer_message_granted_later`).
+//! The longer timer is what keeps such a wait from turning into a RESEND.
 //!
 //! # The RESEND rule
 //! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
@@ -313,10 +378,65 @@ pub struct HomaConfig {
     pub sched_prios: Option<u8>,
     pub unsched_cutoffs: Option<Vec<Bytes>>,
     pub resend_timeout: Time,
+    pub resend_ranges: ResendRanges,
+    pub resend_per_peer: ResendPerPeer,
+    pub rank_until_received: bool,
+    pub resend_class: ResendClass,
     pub sender_timeout: Option<Time>,
     pub aeolus: bool,
     pub aeolus_mode: UnschedMode,
     pub aeolus_probe: bool,
+}
+
+/// Which missing packet ranges one RESEND round of a message asks for (`resend_ranges`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ResendRanges {
+    /// Only the first missing range (the one with the lowest offset).
+    First,
+    /// Every missing range below the offset the sender's new data has reached.
+    #[default]
+    All,
+}
+
+/// The class a RESEND asks the sender to retransmit in (`resend_class`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ResendClass {
+    /// The message's current scheduled class (its unscheduled class if it needs no grants).
+    #[default]
+    Message,
+    /// Class 0, the highest.
+    Highest,
+}
+
+/// How many RESENDs a receiving host may have outstanding to one sending host
+/// (`resend_per_peer`): `true` (= 1), a count, or `false` (= 0, no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResendPerPeer(pub u32);
+
+impl<'de> Deserialize<'de> for ResendPerPeer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ResendPerPeer;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "true (one outstanding RESEND per sending host), false (no limit) or a count")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ResendPerPeer, E> {
+                Ok(ResendPerPeer(v as u32))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ResendPerPeer, E> {
+                u32::try_from(v).map(ResendPerPeer).map_err(|_| E::custom(format!("{v} is too large a count")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ResendPerPeer, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("{v} is negative: use false for no limit")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for HomaConfig {
@@ -327,7 +447,11 @@ impl Default for HomaConfig {
             unsched_prios: None,
             sched_prios: None,
             unsched_cutoffs: None,
-            resend_timeout: Time::ms(1),
+            resend_timeout: Time::ms(5),
+            resend_ranges: ResendRanges::All,
+            resend_per_peer: ResendPerPeer(0),
+            rank_until_received: false,
+            resend_class: ResendClass::Message,
             sender_timeout: None,
             aeolus: false,
             aeolus_mode: UnschedMode::SelectiveDrop,
@@ -389,6 +513,13 @@ pub struct HomaParams {
     /// Whether the split and the cutoffs came from the workload's CDF.
     pub from_cdf: bool,
     pub resend_timeout: Time,
+    pub resend_ranges: ResendRanges,
+    /// RESENDs a receiving host may have outstanding to one sending host; 0 = no limit.
+    pub resend_per_peer: u32,
+    /// A granted message keeps its rank and overcommitment slot until its last byte
+    /// arrives (not only until it is fully granted).
+    pub rank_until_received: bool,
+    pub resend_class: ResendClass,
     pub sender_timeout: Time,
     pub aeolus: Option<AeolusConfig>,
 }
@@ -442,6 +573,10 @@ impl HomaConfig {
         "sched_prios",
         "unsched_cutoffs",
         "resend_timeout",
+        "resend_ranges",
+        "resend_per_peer",
+        "rank_until_received",
+        "resend_class",
         "sender_timeout",
         "aeolus",
         "aeolus_mode",
@@ -609,6 +744,10 @@ impl HomaConfig {
             cutoffs,
             from_cdf: cdf.is_some() && self.unsched_cutoffs.is_none(),
             resend_timeout: self.resend_timeout,
+            resend_ranges: self.resend_ranges,
+            resend_per_peer: self.resend_per_peer.0,
+            rank_until_received: self.rank_until_received,
+            resend_class: self.resend_class,
             sender_timeout: self.sender_timeout.unwrap_or(self.resend_timeout * 2),
             aeolus: self.aeolus.then_some(AeolusConfig { mode: self.aeolus_mode, probe: self.aeolus_probe }),
         })
@@ -728,6 +867,10 @@ struct RecvMsg {
     timer: TimerSlot,
     sched_prio: u8,
     unsched_prio: u8,
+    /// When the receiver last sent a RESEND round for this message.
+    last_resend: Option<Time>,
+    /// A RESEND of this message counts against its sender's `resend_per_peer` limit.
+    resend_out: bool,
 }
 
 impl RecvMsg {
@@ -764,6 +907,17 @@ struct HostState {
     sending: Vec<FlowId>,
     /// Messages this host receives (not yet complete).
     receiving: Vec<FlowId>,
+    /// RESENDs this host has outstanding, per sending host (indexed by node id; grown when
+    /// the first RESEND to a host goes out). Only used with a `resend_per_peer` limit.
+    peers: Vec<PeerResends>,
+}
+
+/// The RESENDs a receiving host has outstanding to one sending host: (sent at, message),
+/// oldest first. One counts until the sender answers it (a packet of that message sent
+/// because of it, or BUSY) or `resend_timeout` after it was sent.
+#[derive(Debug, Default)]
+struct PeerResends {
+    out: VecDeque<(Time, FlowId)>,
 }
 
 /// What one packet transmission is.
@@ -1145,6 +1299,10 @@ impl Homa {
             }
         } else if let Some(Rcv::Active(r)) = self.rcv.get_mut(f) {
             r.last_progress = ctx.now;
+            if r.resend_out {
+                let src = r.src;
+                self.resend_answered(ctx, pkt.flow, src);
+            }
         }
     }
 
@@ -1197,6 +1355,8 @@ impl Homa {
             timer: TimerSlot::default(),
             sched_prio: self.p.sched_prio(0, 1),
             unsched_prio: self.p.unsched_prio(size),
+            last_resend: None,
+            resend_out: false,
         };
         let at = now + self.p.resend_timeout;
         let g = r.timer.arm(at);
@@ -1263,6 +1423,8 @@ impl Homa {
         }
         let complete = r.got_pkts == r.npk;
         let src = r.src;
+        // The sender's answer to a RESEND that counts against its per-peer limit.
+        let answered = r.resend_out && (complete || pkt.aux2 & DATA_RESEND != 0);
         self.lost_scratch = lost;
         if let Some(u) = uack {
             self.emit(ctx, u);
@@ -1276,6 +1438,9 @@ impl Homa {
             self.grant(ctx);
         } else if new || !self.lost_scratch.is_empty() {
             self.grant(ctx);
+        }
+        if answered {
+            self.resend_answered(ctx, f, src);
         }
     }
 
@@ -1310,9 +1475,12 @@ impl Homa {
         let h = ctx.host as usize;
         let mut cand = std::mem::take(&mut self.scratch);
         cand.clear();
+        let keep = self.p.rank_until_received;
         for &f in &self.hosts[h].receiving {
             if let Rcv::Active(r) = &self.rcv[f as usize] {
-                if r.needs_grant() {
+                // With `rank_until_received` a message granted beyond its unscheduled bytes
+                // stays ranked (and holds its slot) while its granted bytes are on the way.
+                if r.needs_grant() || (keep && r.granted > self.p.unsched_bytes(r.size)) {
                     cand.push((r.size - r.received, r.start, f));
                 }
             }
@@ -1359,8 +1527,6 @@ impl Homa {
 
     fn on_recv_timer(&mut self, ctx: &mut Ctx, f: FlowId, gen: u32) {
         let t = self.p.resend_timeout;
-        let mss = self.p.mss;
-        let ctrl = self.p.ctrl_size;
         let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) else { return };
         if !r.timer.fire(gen) {
             return;
@@ -1377,16 +1543,125 @@ impl Homa {
             ctx.out.timer(due, token(f, TIMER_RECV, g));
             return;
         }
-        // Bytes the receiver expects have not arrived for resend_timeout: ask for every
-        // missing packet the sender may have sent, i.e. below the new-data offset min(length,
+        if self.p.resend_per_peer == 0 {
+            self.send_resend(ctx, f);
+            return;
+        }
+        // One limited pool of RESENDs per sending host: hand its free slots to the due
+        // messages of that host that were asked least recently (this one among them).
+        let src = r.src;
+        self.resend_round(ctx, src);
+        if let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) {
+            if r.last_resend != Some(ctx.now) {
+                // Still waiting for a slot: look again when the oldest outstanding RESEND
+                // to that host stops counting (an answer may free it earlier).
+                let free_at =
+                    self.hosts[ctx.host as usize].peers[src as usize].out.front().map_or(ctx.now + t, |e| e.0 + t);
+                let g = r.timer.arm(free_at);
+                ctx.out.timer(free_at, token(f, TIMER_RECV, g));
+            }
+        }
+    }
+
+    /// Whether message `r` may get a RESEND now: it expects bytes, none came for
+    /// `resend_timeout`, and its last RESEND (if any) was at least that long ago.
+    fn resend_due(r: &RecvMsg, now: Time, t: Time) -> bool {
+        r.awaits_data() && r.last_progress + t <= now && r.last_resend.is_none_or(|x| x + t <= now) && !r.resend_out
+    }
+
+    /// Per-peer limit (`resend_per_peer` > 0): forget the RESENDs to `peer` that stopped
+    /// counting, then, while fewer than the limit remain, send one to the due message of
+    /// `peer` whose last RESEND is oldest (never asked first, then arrival, then flow id): the
+    /// rotation among a peer's messages.
+    fn resend_round(&mut self, ctx: &mut Ctx, peer: NodeId) {
+        let t = self.p.resend_timeout;
+        let now = ctx.now;
+        let limit = self.p.resend_per_peer as usize;
+        let h = ctx.host as usize;
+        if self.hosts.len() <= h {
+            self.hosts.resize_with(h + 1, HostState::default);
+        }
+        loop {
+            let host = &mut self.hosts[h];
+            if host.peers.len() <= peer as usize {
+                host.peers.resize_with(peer as usize + 1, PeerResends::default);
+            }
+            let q = &mut host.peers[peer as usize].out;
+            while let Some(&(at, g)) = q.front() {
+                if at + t > now {
+                    break;
+                }
+                q.pop_front();
+                if let Some(Rcv::Active(r)) = self.rcv.get_mut(g as usize) {
+                    r.resend_out = false;
+                }
+            }
+            if q.len() >= limit {
+                return;
+            }
+            let mut best: Option<(Option<Time>, Time, FlowId)> = None;
+            for &g in &host.receiving {
+                if let Some(Rcv::Active(r)) = self.rcv.get(g as usize) {
+                    if r.src == peer && Self::resend_due(r, now, t) {
+                        let key = (r.last_resend, r.start, g);
+                        if best.is_none_or(|b| key < b) {
+                            best = Some(key);
+                        }
+                    }
+                }
+            }
+            let Some((_, _, g)) = best else { return };
+            self.hosts[h].peers[peer as usize].out.push_back((now, g));
+            if let Some(Rcv::Active(r)) = self.rcv.get_mut(g as usize) {
+                r.resend_out = true;
+            }
+            self.send_resend(ctx, g);
+        }
+    }
+
+    /// The sender answered a RESEND of `f` (a packet it sent because of it, or BUSY): that
+    /// RESEND stops counting against the sender's limit, and the freed slot goes to another
+    /// due message of the same sender.
+    /// Also when `f` completes with a RESEND outstanding. `src` is its sender.
+    fn resend_answered(&mut self, ctx: &mut Ctx, f: FlowId, src: NodeId) {
+        if let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) {
+            r.resend_out = false;
+        }
+        if let Some(p) = self.hosts.get_mut(ctx.host as usize).and_then(|x| x.peers.get_mut(src as usize)) {
+            p.out.retain(|e| e.1 != f);
+        }
+        self.resend_round(ctx, src);
+    }
+
+    /// One RESEND round for message `f`: ask for the first missing packet range, or every
+    /// one (`resend_ranges`), below the offset the sender's new data may have reached;
+    /// re-arm its timer one `resend_timeout` later.
+    fn send_resend(&mut self, ctx: &mut Ctx, f: FlowId) {
+        let t = self.p.resend_timeout;
+        let mss = self.p.mss;
+        let ctrl = self.p.ctrl_size;
+        let first_only = self.p.resend_ranges == ResendRanges::First;
+        let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) else { return };
+        // Bytes the receiver expects have not arrived for resend_timeout: ask for missing
+        // packets the sender may have sent, i.e. below the new-data offset min(length,
         // grant - lost) (each declared-lost unscheduled byte's retransmission took one byte
         // of the grant), declared-lost packets included.
         let expected = r.size.min(r.granted.saturating_sub(r.lost_bytes)).div_ceil(mss).min(r.npk);
-        let u_bytes = self.p.unsched_bytes(r.size);
-        let prio = if r.size > u_bytes { r.sched_prio } else { r.unsched_prio };
-        let mut ranges = Vec::new();
+        let prio = if self.p.resend_class == ResendClass::Highest {
+            0
+        } else if r.size > self.p.unsched_bytes(r.size) {
+            r.sched_prio
+        } else {
+            r.unsched_prio
+        };
+        r.last_resend = Some(ctx.now);
+        let at = ctx.now + t;
+        let g = r.timer.arm(at);
+        ctx.out.timer(at, token(f, TIMER_RECV, g));
+        let (src, size) = (r.src, r.size);
         let mut i = 0;
         while i < expected {
+            let Rcv::Active(r) = &self.rcv[f as usize] else { return };
             if r.has(i) {
                 i += 1;
                 continue;
@@ -1395,21 +1670,17 @@ impl Homa {
             while i < expected && !r.has(i) {
                 i += 1;
             }
-            ranges.push((a, i));
-        }
-        let at = ctx.now + t;
-        let g = r.timer.arm(at);
-        ctx.out.timer(at, token(f, TIMER_RECV, g));
-        let (src, size) = (r.src, r.size);
-        for (a, b) in ranges {
             let first = a * mss;
-            let end = (b * mss).min(size);
+            let end = (i * mss).min(size);
             let mut q =
                 Packet { dst: src, flow: f, size: ctrl as u32, prio: 0, kind: KIND_RESEND, ..Packet::default() };
             q.seq = first;
             q.ack = end - first;
             q.rank = prio as u32;
             self.emit(ctx, q);
+            if first_only {
+                break;
+            }
         }
     }
 }
@@ -1580,8 +1851,10 @@ mod tests {
         // Without a CDF: 2 unscheduled levels, 6 scheduled, overcommitment 6.
         assert_eq!((p.unsched_prios, p.sched_prios, p.overcommitment), (2, 6, 6));
         assert_eq!(p.cutoffs, vec![4064]);
-        assert_eq!(p.resend_timeout, Time::ms(1));
-        assert_eq!(p.sender_timeout, Time::ms(2));
+        assert_eq!(p.resend_timeout, Time::ms(5));
+        assert_eq!((p.resend_ranges, p.resend_per_peer), (ResendRanges::All, 0));
+        assert!(!p.rank_until_received && p.resend_class == ResendClass::Message);
+        assert_eq!(p.sender_timeout, Time::ms(10));
         assert!(p.aeolus.is_none());
     }
 
@@ -2043,6 +2316,52 @@ mod tests {
         assert_eq!(r.iter().map(|q| (q.seq / MSS, q.ack)).collect::<Vec<_>>(), vec![(6, 6 * MSS)]);
     }
 
+    /// The grant set changes under a message's last packets (the second cause of spurious
+    /// RESENDs): flow 0 (A, 20 packets) is granted alone, so in the lowest scheduled class
+    /// (7); after its 15th packet it is fully granted, its last 5 packets on the way in
+    /// class 7. Then flows 1 (B, 60 packets) and 2 (C, 80) arrive and B's next GRANT puts
+    /// it in class 6: B, with 58 packets left, now outranks A's tail (5 left) at the
+    /// receiver's downlink for as long as B keeps packets queued. This holds whether A keeps
+    /// its rank until received (HomaModule) or not: a packet's class is fixed when it is
+    /// sent. What differs is the class A's RESEND asks for when A's timer fires: without
+    /// `rank_until_received` A left the ranking and its class is still 7 (the copy starves
+    /// behind B like the original); with it A ranks first (class 5, above B); with
+    /// `resend_class = "highest"` class 0.
+    #[test]
+    fn fully_granted_message_tail_is_outranked_by_a_longer_message_granted_later() {
+        let fl = flows(&[(0, 3, 20 * MSS), (1, 3, 60 * MSS), (2, 3, 80 * MSS)]);
+        let base = json!({"unsched_prios": 2, "resend_timeout": "100us"});
+        for (cfg, resend_class) in [
+            (json!({"rank_until_received": false}), 7u32),
+            (json!({"rank_until_received": true}), 5),
+            (json!({"rank_until_received": false, "resend_class": "highest"}), 0),
+        ] {
+            let mut all = base.clone();
+            all.as_object_mut().unwrap().extend(cfg.as_object().unwrap().clone());
+            let mut h = homa(all);
+            let mut a_grants = Vec::new();
+            let mut timer = None;
+            for i in 0..15 {
+                let a = call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(&fl[0], i, i < 6)));
+                a_grants.extend(kinds(&a, KIND_GRANT).iter().map(|g| (g.seq, g.rank)));
+                timer = recv_timer(&a, 0).or(timer);
+            }
+            assert_eq!(a_grants.last(), Some(&(20 * MSS, 7)), "{cfg}: A fully granted, alone, class 7");
+            let mut b_grants = Vec::new();
+            for (f, i) in [(1usize, 0u64), (2, 0), (1, 1)] {
+                let a = call(3, Time::us(6), &fl, |c| h.on_packet(c, &data(&fl[f], i, true)));
+                assert!(kinds(&a, KIND_GRANT).iter().all(|g| g.flow != 0), "A needs no grant");
+                b_grants.extend(kinds(&a, KIND_GRANT).iter().filter(|g| g.flow == 1).map(|g| g.rank));
+            }
+            assert_eq!(b_grants.last(), Some(&6), "{cfg}: B (58 packets left) above A's tail (5 left)");
+            let (at, tok) = timer.unwrap();
+            let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+            let r = kinds(&a, KIND_RESEND);
+            assert_eq!((r.len(), r[0].seq / MSS, r[0].ack), (1, 15, 5 * MSS), "{cfg}");
+            assert_eq!(r[0].rank, resend_class, "{cfg}: the class A's RESEND asks for");
+        }
+    }
+
     /// Homa's own packets through a per-port selective-dropping switch port (Aeolus §VI):
     /// Homa's unscheduled packets ride a higher class than its scheduled ones, so only the
     /// port-wide occupancy protects the scheduled backlog. With 7.5 KB of scheduled data
@@ -2105,6 +2424,9 @@ mod tests {
             (json!({"resend_timeout": 0}), "transport.resend_timeout"),
             (json!({"resend_timeout": "soon"}), "transport.resend_timeout"),
             (json!({"sender_timeout": 0}), "transport.sender_timeout"),
+            (json!({"resend_ranges": "some"}), "transport.resend_ranges"),
+            (json!({"resend_per_peer": "one"}), "transport.resend_per_peer"),
+            (json!({"resend_per_peer": -1}), "transport.resend_per_peer"),
             (json!({"aeolus_mode": "fancy"}), "transport.aeolus_mode"),
             (json!({"aeolus": "yes"}), "transport.aeolus"),
             (json!({"grants": 3}), "transport.grants"),
@@ -2123,5 +2445,135 @@ mod tests {
         assert_eq!((p.unsched_prio(100), p.sched_prio(0, 3), p.sched_prio(2, 3)), (0, 0, 0));
         let p = Homa::from_config(&json!({"unsched_prios": 3, "unsched_cutoffs": ["1000B", "5KB"]}), &net()).unwrap();
         assert_eq!(p.params().cutoffs, vec![1000, 5000]);
+        for (v, n) in [(json!(true), 1), (json!(false), 0), (json!(3), 3), (json!(0), 0)] {
+            let p = Homa::from_config(&json!({ "resend_per_peer": v }), &net()).unwrap();
+            assert_eq!(p.params().resend_per_peer, n, "{v}");
+        }
+        let p = Homa::from_config(&json!({"resend_ranges": "all"}), &net()).unwrap();
+        assert_eq!(p.params().resend_ranges, ResendRanges::All);
+    }
+
+    /// Flows of 3 packets (all unscheduled), each from `src`, to host 3; packets 0 and 2 of
+    /// each arrive at 5 us, packet 1 never does. Returns each flow's receiver timer.
+    fn stall_three_packet_messages(h: &mut Homa, fl: &[FlowInfo]) -> Vec<(Time, u64)> {
+        let mut timers = Vec::new();
+        for f in fl {
+            let a = call(3, Time::us(5), fl, |c| h.on_packet(c, &data(f, 0, true)));
+            timers.push(recv_timer(&a, f.id).expect("timer armed when the message is learned"));
+            let a = call(3, Time::us(5), fl, |c| h.on_packet(c, &data(f, 2, true)));
+            assert!(a.sends.is_empty());
+        }
+        timers
+    }
+
+    /// The RESENDs (flow, first packet, packets) in `a`.
+    fn resends(a: &Actions) -> Vec<(FlowId, u64, u64)> {
+        kinds(a, KIND_RESEND).iter().map(|q| (q.flow, q.seq / MSS, q.ack.div_ceil(MSS))).collect()
+    }
+
+    /// Per-peer limit 1 (`resend_per_peer = true`): flows 0 and 1 from host 0 and flow 2 from host 1 all
+    /// stall with packet 1 missing; their timers expire together at 105 us. Host 0 gets one
+    /// RESEND (flow 0, the older), host 1 its own (flow 2); flow 1's timer waits for the
+    /// slot (re-armed at 205 us, when flow 0's RESEND stops counting). Host 0 answers BUSY
+    /// for flow 0 at 110 us: the slot is free, flow 1's RESEND goes out at once. Without the
+    /// limit (`resend_per_peer = false`) all three go out at 105 us.
+    #[test]
+    fn two_stalled_messages_from_one_peer_get_one_outstanding_resend_the_other_after_the_answer() {
+        let fl = flows(&[(0, 3, 3 * MSS), (0, 3, 3 * MSS), (1, 3, 3 * MSS)]);
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_per_peer": true}));
+        let timers = stall_three_packet_messages(&mut h, &fl);
+        assert!(timers.iter().all(|t| t.0 == Time::us(105)));
+        let mut sent = Vec::new();
+        let mut rearmed = Vec::new();
+        for (f, &(at, tok)) in timers.iter().enumerate() {
+            let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+            sent.extend(resends(&a));
+            rearmed.push(recv_timer(&a, f as FlowId).unwrap().0);
+        }
+        assert_eq!(sent, vec![(0, 1, 1), (2, 1, 1)], "one RESEND per sending host");
+        assert_eq!(rearmed, vec![Time::us(205); 3]);
+        let busy = Packet { src: 0, dst: 3, flow: 0, kind: KIND_BUSY, ..Packet::default() };
+        let a = call(3, Time::us(110), &fl, |c| h.on_packet(c, &busy));
+        assert_eq!(resends(&a), vec![(1, 1, 1)], "the answer frees the slot for flow 1");
+        assert_eq!(recv_timer(&a, 1).unwrap().0, Time::us(210));
+
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_per_peer": false}));
+        let timers = stall_three_packet_messages(&mut h, &fl);
+        let mut sent = Vec::new();
+        for &(at, tok) in &timers {
+            sent.extend(resends(&call(3, at, &fl, |c| h.on_timer(c, tok))));
+        }
+        assert_eq!(sent, vec![(0, 1, 1), (1, 1, 1), (2, 1, 1)], "no limit: one RESEND per message");
+    }
+
+    /// An 8-packet message (all unscheduled with rtt_bytes 20,000 B) gets packets 0, 2, 3,
+    /// 5 and 7: packets 1, 4 and 6 are missing, three ranges. With `resend_ranges = "first"`
+    /// the RESEND names only the first range; with `"all"` (the default) one RESEND per range.
+    #[test]
+    fn stalled_message_with_three_missing_ranges_resend_names_only_the_first() {
+        let fl = flows(&[(0, 3, 8 * MSS)]);
+        for (ranges, expect) in [("first", vec![(0, 1, 1)]), ("all", vec![(0, 1, 1), (0, 4, 1), (0, 6, 1)])] {
+            let mut h = homa(json!({"resend_timeout": "100us", "rtt_bytes": "20000B", "resend_ranges": ranges}));
+            let mut timer = None;
+            for i in [0, 2, 3, 5, 7] {
+                let a = call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(&fl[0], i, true)));
+                timer = recv_timer(&a, 0).or(timer);
+            }
+            let (at, tok) = timer.unwrap();
+            let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+            assert_eq!(resends(&a), expect, "resend_ranges = {ranges}");
+        }
+    }
+
+    /// Three stalled messages from one sending host, no RESEND ever answered (the sender
+    /// is gone, or they are all lost): each slot expiry hands the single RESEND to the
+    /// message asked least recently, so they take turns 0, 1, 2, 0, 1, one every
+    /// `resend_timeout`, whichever message's timer fires.
+    #[test]
+    fn stalled_messages_of_one_peer_take_turns_for_its_resend_slot() {
+        let fl = flows(&[(0, 3, 3 * MSS), (0, 3, 3 * MSS), (0, 3, 3 * MSS)]);
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_per_peer": 1}));
+        // Pending timer events; a re-armed timer leaves its old event stale (ignored).
+        let mut events = stall_three_packet_messages(&mut h, &fl);
+        let mut turns = Vec::new();
+        while turns.len() < 5 {
+            events.sort_by_key(|e| std::cmp::Reverse(e.0));
+            let (at, tok) = events.pop().unwrap();
+            let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+            for (f, _, _) in resends(&a) {
+                turns.push((f, at));
+            }
+            events.extend(a.timers.iter().copied());
+        }
+        let t = |us| Time::us(us);
+        assert_eq!(turns, vec![(0, t(105)), (1, t(205)), (2, t(305)), (0, t(405)), (1, t(505))]);
+    }
+
+    /// The no-progress clock counts from the last event that showed the message alive: new
+    /// data at 60 us moves the first RESEND from 105 us to 160 us; the sender's BUSY at
+    /// 170 us (it is busy with shorter messages) restarts it again, so the next RESEND goes
+    /// at 270 us, not one timeout after the first (260 us).
+    #[test]
+    fn stalled_message_clock_restarts_at_new_data_and_at_busy() {
+        let fl = flows(&[(0, 3, 4 * MSS)]);
+        let mut h = homa(json!({"resend_timeout": "100us", "resend_ranges": "first", "resend_per_peer": true}));
+        let a = call(3, Time::us(5), &fl, |c| h.on_packet(c, &data(&fl[0], 0, true)));
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert!(call(3, Time::us(60), &fl, |c| h.on_packet(c, &data(&fl[0], 2, true))).sends.is_empty());
+        let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+        assert!(a.sends.is_empty());
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert_eq!(at, Time::us(160));
+        let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+        assert_eq!(resends(&a), vec![(0, 1, 1)]);
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert_eq!(at, Time::us(260));
+        let busy = Packet { src: 0, dst: 3, flow: 0, kind: KIND_BUSY, ..Packet::default() };
+        call(3, Time::us(170), &fl, |c| h.on_packet(c, &busy));
+        let a = call(3, at, &fl, |c| h.on_timer(c, tok));
+        assert!(a.sends.is_empty(), "BUSY at 170 us: not yet");
+        let (at, tok) = recv_timer(&a, 0).unwrap();
+        assert_eq!(at, Time::us(270));
+        assert_eq!(resends(&call(3, at, &fl, |c| h.on_timer(c, tok))), vec![(0, 1, 1)]);
     }
 }
