@@ -62,6 +62,18 @@
 //! - **rto** default 1 ms, the TCP engine's minimum RTO: HPCC's own fabric is lossless (PFC),
 //!   this one drops at a full buffer, so a lost tail needs a timer.
 //!
+//! # Behaviour outside the paper's regime
+//! HPCC is designed for bandwidth-delay products of many packets (the paper's 100 Gbps
+//! fabric: about a hundred). Where one packet is a sizeable part of `B T` (10 Gbps with
+//! T = 10 us: 8 packets, one packet = 11% of it), long flows' shares drift apart instead of
+//! converging (measured: four flows into one 10 Gbps port, 80% of it to one flow after
+//! 10 ms; at 100 Gbps the same setup converges, slowly, since only `W_AI` evens shares out).
+//! The likely cause, not verified packet by packet: the queue a flow's packets leave behind
+//! depends on its rate (a fast paced flow rarely leaves another flow's packet queued behind
+//! its own, a slow flow's packets usually wait behind the fast flow's), so slow flows see a
+//! larger `U` and cut more; one queued packet is worth 0.11 of `U` at 10 Gbps and 0.01 at
+//! 100 Gbps. Nothing here departs from the law to hide it.
+//!
 //! # Header layout
 //! Data (`kind = KIND_DATA`, flag `DATA`): `seq` = byte offset, `payload`; `ack`, `aux`, `ts`,
 //! `rank`, `aux2` are the INT block (zero when sent, filled in by switches). ACK / NACK
