@@ -499,6 +499,7 @@ mod tests {
             crossmark: Default::default(),
             credit: Default::default(),
             nic: Default::default(),
+            int: false,
         }
     }
 

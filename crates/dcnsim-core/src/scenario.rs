@@ -496,6 +496,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         crossmark: network.crossmark.clone(),
         credit: credit.clone(),
         nic: NicConfig { qdisc: host.nic_qdisc, quantum: host.nic_quantum.unwrap_or(network.mtu) },
+        int: false,
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
@@ -628,7 +629,24 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         });
     }
     network.crossmark.mss = Bytes(network.mtu.0.saturating_sub(network.header.0).max(1));
+    // In-band telemetry for a protocol that reads it: every switch on a path adds a record,
+    // and the stack holds `queue::int::MAX_HOPS` of them.
+    if derived.int {
+        let hops = topology.max_switch_hops();
+        if hops as usize > crate::queue::int::MAX_HOPS {
+            return Err(FieldError::invalid(
+                "topology",
+                format!(
+                    "paths cross up to {hops} switches, but protocol '{protocol}' carries in-band telemetry for at most {}",
+                    crate::queue::int::MAX_HOPS
+                ),
+                "use a topology whose host-to-host paths cross at most 5 switches (a fat tree crosses 5)",
+            )
+            .into());
+        }
+    }
     let queue = QueueConfig {
+        int: derived.int,
         crossmark: network.crossmark.clone(),
         ecn_k: ecn_k.into_iter().map(Some).collect(),
         ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
@@ -747,6 +765,11 @@ impl Scenario {
                 "lp_classes": self.lp_classes,
             },
         });
+        let mut v = v;
+        if self.queue.int {
+            // Only runs with in-band telemetry say so (other runs' scenario.json is unchanged).
+            v["derived"]["int"] = serde_json::Value::Bool(true);
+        }
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 

@@ -696,6 +696,49 @@ impl Topology {
         }
         r
     }
+
+    /// The most switches any shortest host-to-host path crosses (the switch egress ports a
+    /// packet leaves through, e.g. 3 in a leaf-spine, 5 in a fat tree); 0 without two
+    /// connected hosts. Hosts with the same neighbours are equivalent, so one breadth-first
+    /// search per distinct neighbour set suffices (one per rack in the built-in kinds).
+    pub fn max_switch_hops(&self) -> u32 {
+        let n = self.num_nodes();
+        let mut adj: Vec<Vec<NodeId>> = vec![vec![]; n];
+        for l in &self.links {
+            adj[l.a as usize].push(l.b);
+            adj[l.b as usize].push(l.a);
+        }
+        let mut seen_sets: std::collections::HashSet<Vec<NodeId>> = std::collections::HashSet::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::new();
+        let mut best = 0;
+        for h in 0..self.num_hosts {
+            let mut key = adj[h as usize].clone();
+            key.sort_unstable();
+            if !seen_sets.insert(key) {
+                continue;
+            }
+            dist.iter_mut().for_each(|d| *d = u32::MAX);
+            dist[h as usize] = 0;
+            queue.clear();
+            queue.push_back(h);
+            while let Some(x) = queue.pop_front() {
+                let d = dist[x as usize];
+                if x != h && self.is_host(x) {
+                    // A host ends a path: it does not forward.
+                    best = best.max(d.saturating_sub(1));
+                    continue;
+                }
+                for &y in &adj[x as usize] {
+                    if dist[y as usize] == u32::MAX {
+                        dist[y as usize] = d + 1;
+                        queue.push_back(y);
+                    }
+                }
+            }
+        }
+        best
+    }
 }
 
 #[cfg(test)]
@@ -720,6 +763,25 @@ mod tests {
         assert_eq!(p.links.len(), 160 + 4 + 2);
         let d = build(&json!({"kind": "dumbbell", "left": 2, "right": 3})).unwrap();
         assert_eq!(d.racks, vec![vec![0, 1], vec![2, 3, 4]]);
+    }
+
+    /// Switch hops of the longest shortest path: one per switch egress port crossed.
+    #[test]
+    fn max_switch_hops_of_each_kind() {
+        let hops = |v: serde_json::Value| build(&v).unwrap().max_switch_hops();
+        assert_eq!(hops(json!({"kind": "single_switch", "hosts": 4})), 1);
+        assert_eq!(hops(json!({"kind": "dumbbell", "left": 2, "right": 3})), 2);
+        assert_eq!(hops(json!({"kind": "leaf_spine"})), 3);
+        assert_eq!(hops(json!({"kind": "fat_tree", "k": 4})), 5);
+        // A chain of four switches with a host at each end: 4.
+        let chain = json!({"kind": "explicit",
+            "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"},
+                      {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"},
+                      {"name": "s3", "kind": "switch"}, {"name": "s4", "kind": "switch"}],
+            "links": [{"a": "a", "b": "s1", "rate": "10Gbps"}, {"a": "s1", "b": "s2", "rate": "10Gbps"},
+                      {"a": "s2", "b": "s3", "rate": "10Gbps"}, {"a": "s3", "b": "s4", "rate": "10Gbps"},
+                      {"a": "s4", "b": "b", "rate": "10Gbps"}]});
+        assert_eq!(hops(chain), 4);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 pub mod credit;
 pub mod crossmark;
+pub mod int;
 pub mod nic;
 pub mod pfabric;
 pub mod priority;
@@ -151,6 +152,9 @@ pub struct QueueConfig {
     pub credit: credit::CreditConfig,
     /// The host NICs' queueing discipline (`[host]`).
     pub nic: NicConfig,
+    /// Wrap every switch port's policy in [`int::IntStamp`] (in-band telemetry), because the
+    /// run's protocol reads it (`transport::Derived::int`).
+    pub int: bool,
 }
 
 /// How host NICs queue (`host.nic_qdisc`, `host.nic_quantum`; see `crate::host`).
@@ -209,8 +213,18 @@ impl QueuePolicyKind {
     }
 }
 
-/// Build the queue discipline of the port described by `port`.
+/// Build the queue discipline of the port described by `port`: the configured policy, wrapped
+/// in the INT stamper at switch ports when `cfg.int` is set.
 pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
+    let q = build_policy(cfg, port);
+    if cfg.int && port.role == PortRole::Switch {
+        Box::new(int::IntStamp::new(q, port.rate))
+    } else {
+        q
+    }
+}
+
+fn build_policy(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
     let rate = port.rate;
     match (port.role, &cfg.policy) {
         // ExpressPass throttles credits at every link, the receiver's own uplink included:

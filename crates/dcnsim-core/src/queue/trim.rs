@@ -571,6 +571,7 @@ mod tests {
             crossmark: Default::default(),
             credit: Default::default(),
             nic: Default::default(),
+            int: false,
         };
         let mut built = crate::queue::build(&qcfg, &port(3, 42));
         let mut direct = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port(3, 42).rng());

@@ -44,7 +44,7 @@ pub mod window;
 pub use arbitration::{arbiter, pase};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost, rpo};
-pub use window::{d2tcp, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
+pub use window::{d2tcp, hpcc, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};
@@ -70,6 +70,9 @@ pub struct Derived {
     /// whatever the scenario says: reports split a port's occupancy by them (PPT Fig. 28).
     /// Written to `scenario.json` as `derived.lp_classes`. Empty: no such loop.
     pub lp_classes: Vec<u8>,
+    /// The protocol reads in-band telemetry: every switch port stamps an INT record into the
+    /// data packets it sends (`queue::int`). Shown in `scenario.json` as `derived.int`.
+    pub int: bool,
 }
 
 /// What the application handed to the transport, plus path facts the runner computed.

@@ -8,6 +8,7 @@
 use super::d2tcp::D2tcpConfigError;
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
+use super::hpcc::{Hpcc, HpccConfigError};
 use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
@@ -44,6 +45,7 @@ pub const PROTOCOLS: &[&str] = &[
     "pfabric",
     "pase",
     "rpo",
+    "hpcc",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -83,6 +85,8 @@ pub enum TransportError {
     Pase(PaseConfigError),
     /// The RPO configuration is invalid.
     Rpo(RpoConfigError),
+    /// The HPCC configuration is invalid.
+    Hpcc(HpccConfigError),
 }
 
 impl TransportError {
@@ -105,6 +109,7 @@ impl TransportError {
             TransportError::Pfabric(e) => e.field(),
             TransportError::Pase(e) => e.field(),
             TransportError::Rpo(e) => e.field(),
+            TransportError::Hpcc(e) => e.field(),
         }
     }
 }
@@ -131,6 +136,7 @@ impl fmt::Display for TransportError {
             TransportError::Pfabric(e) => write!(f, "{e}"),
             TransportError::Pase(e) => write!(f, "{e}"),
             TransportError::Rpo(e) => write!(f, "{e}"),
+            TransportError::Hpcc(e) => write!(f, "{e}"),
         }
     }
 }
@@ -141,7 +147,8 @@ impl std::error::Error for TransportError {}
 /// `ppt_swift`): its per-class ECN thresholds (Eq. 3) and low-priority marking on buffer
 /// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
 /// workload's default, `pias::default_thresholds`); PPT and RC3: the classes of their
-/// opportunistic packets (`lp_classes`); RPO: the class of its opportunistic packets. Other protocols: nothing.
+/// opportunistic packets (`lp_classes`); RPO: the class of its opportunistic packets; HPCC: in-band
+/// telemetry at the switches (`int`). Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
         "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
@@ -149,6 +156,7 @@ pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<
         "ppt_swift" => Ppt::derive(cfg, net, true).map_err(TransportError::Ppt),
         "rc3" => Ok(Rc3::derive(net)),
         "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
+        "hpcc" => Ok(Hpcc::derive()),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -187,6 +195,7 @@ pub fn build_seeded(
         "pfabric" => Ok(Box::new(Pfabric::from_config(cfg, net).map_err(TransportError::Pfabric)?)),
         "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
+        "hpcc" => Ok(Box::new(Hpcc::from_config(cfg, net).map_err(TransportError::Hpcc)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

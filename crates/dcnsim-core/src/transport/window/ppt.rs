@@ -537,6 +537,7 @@ impl Ppt {
                 .filter(|k| own.get(*k).is_some())
                 .map(|k| format!("transport.{k}"))
                 .collect(),
+            ..Default::default()
         })
     }
 
