@@ -54,8 +54,7 @@
 //!   has seen none of them for `resend_timeout` sends one RESEND per missing packet range
 //!   below the grant offset (options: the first range only, a limit per sending host; see
 //!   "Loss recovery as Homa's designers built it" and "The RESEND rule" below); the sender
-//!   keeps every message until the
-//!   receiver ACKs it and retransmits the requested range (without needing a grant), in the
+//!   keeps every message until the receiver ACKs it and retransmits the requested range (without needing a grant), in the
 //!   RESEND's class; a RESEND also grants the bytes it names (so a lost GRANT is
 //!   repaired too). A sender that has heard nothing at all about a message
 //!   (no GRANT, RESEND, BUSY, ACK) for `sender_timeout` since its last packet of it resends
@@ -217,8 +216,8 @@
 //!   papers that use Homa as a baseline set shorter timers (Aeolus §V-C 1 ms, PPT §6.2
 //!   1 ms); their reproductions pin them.
 //! - Scope (`resend_ranges`, default `"all"`): the protocol description and the code from
-//!   2019 to mid-2025 ask for the first unreceived range only (`"first"`); the current code
-//!   asks for every gap and the granted bytes after the last one (`"all"`).
+//!   2019 to mid-2024 ask for the first unreceived range only (`"first"`); later code asks
+//!   for every gap and the granted bytes after the last one (`"all"`).
 //! - Per-peer limit (`resend_per_peer`, default no limit): the protocol description and
 //!   the code from 2020 to early 2024 send one RESEND at a time to a given host (many
 //!   messages of one host stalling together means that host is overloaded), rotated among
@@ -254,14 +253,14 @@
 //!   it fell from 2.95 to 2.40 ms (31 senders). It changes the grant schedule, not only
 //!   loss recovery, so it stays opt-in.
 //! - `resend_class = "highest"`: HomaModule's RESEND asks for its highest priority. On the
-//!   SRPT rows at 1 ms this made things worse (+7.9% and +11.8%, as many timeouts): the
-//!   copies of packets that are only queued overtake useful data.
+//!   SRPT rows at 1 ms this made things worse (+7.9% and +11.8% over SRPT, as many
+//!   timeouts; not diagnosed further).
 //!
 //! The grant set changing under a message's last packets (the second source of spurious
 //! RESENDs) is still modelled, as in Homa: a packet's class is fixed when it is sent, so
 //! the last packets of a fully granted message can wait in a class below a longer message
 //! granted later (test `fully_granted_message_tail_is_outranked_by_a_longer_message_granted_later`).
-//! The longer timer is what keeps such a wait from turning into a RESEND.
+//! Only the timer's length decides whether such a wait turns into a RESEND.
 //!
 //! # The RESEND rule
 //! Homa's receiver asks for data only when it is owed data. HomaModule (`homa_check_rpc`):
