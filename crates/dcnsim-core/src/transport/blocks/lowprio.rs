@@ -501,6 +501,12 @@ impl LpSender {
         self.flush(lx);
     }
 
+    /// Whether releases are held back by the per-flow NIC limit (only then can a packet
+    /// leaving the NIC let one go).
+    pub fn has_deferred(&self) -> bool {
+        self.deferred > 0
+    }
+
     /// Send held-back releases while the per-flow NIC limit has room (the HCP's packets
     /// leaving the NIC make room too).
     pub fn flush(&mut self, lx: &mut LpCx) {
@@ -1303,7 +1309,7 @@ impl DualLoop {
         let pol = HcpPolicy { tagging: &p.tagging, large: f.large, extra: f.lp.stats().bytes, ack: p.ack_prio };
         let mut cx = FlowCtx { now: ctx.now, flow: info, params: &p.tcp, policy: &pol, out: &mut *ctx.out };
         f.hcp.on_tx_complete(&mut cx, pkt.size as u64);
-        if f.lp.is_open() {
+        if f.lp.has_deferred() {
             with_lcp(p, f, info, ctx.now, ctx.out, |l, lx| l.flush(lx));
         }
         Self::finish(slot);
