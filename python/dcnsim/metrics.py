@@ -271,6 +271,7 @@ def summarize(
     s["small_avg_fct_us"] = _mean(fct[small])
     s["small_p50_fct_us"] = percentile(fct[small], 50)
     s["small_p99_fct_us"] = percentile(fct[small], 99)
+    s["small_p999_fct_us"] = percentile(fct[small], 99.9)
     s["small_max_fct_us"] = percentile(fct[small], 100)
     s["small_p99_slowdown"] = percentile(sd[small], 99)
     s["small_first_rtt_frac"] = _first_rtt_frac(flows, small)

@@ -72,6 +72,7 @@ LABELS = {
     "avg_fct_us": "avg FCT (us)",
     "small_avg_fct_us": "small avg FCT (us)",
     "small_p99_fct_us": "small p99 FCT (us)",
+    "small_p999_fct_us": "small p99.9 FCT (us)",
     "large_avg_fct_us": "large avg FCT (us)",
     "slowdown_p99": "p99 slowdown",
     "drops_total": "drops",

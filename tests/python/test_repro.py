@@ -348,6 +348,21 @@ def test_ppt_fig24_reduced_ppt_beats_rc3_with_a_limited_lp_buffer_on_the_papers_
         assert ppt["large_avg_fct_us"] < rc3["large_avg_fct_us"], share
 
 
+def test_ppt_fig25_reduced_ppt_beats_pias_and_hpcc_keeps_the_queues_empty(tmp_path: Path) -> None:
+    """Fig. 25 (appendix D) on the Linux host. Asserted: PPT below PIAS and HPCC on the overall
+    and large-flow averages (seeds 1-5 here and at full size); HPCC drops nothing and its
+    small-flow p99 is below PPT's (every seed, by 10x or more). Not asserted: PPT below PIAS
+    on the small-flow average (full size yes; at this size seeds 2-4 put PIAS 1-8% below), and
+    PPT below HPCC on small flows, which does not reproduce (repro/ppt_fig25_hpcc_pias)."""
+    t = _run("ppt_fig25_hpcc_pias", tmp_path)
+    ppt, pias, hpcc = (t[(v,)] for v in ("ppt", "pias", "hpcc"))
+    for other in (pias, hpcc):
+        for col in ("avg_fct_us", "large_avg_fct_us"):
+            assert ppt[col] < other[col], (col, other)
+    assert hpcc["drops_total"] == 0
+    assert hpcc["small_p99_fct_us"] < ppt["small_p99_fct_us"] / 5
+
+
 def test_queue_metrics_split_the_bottleneck_occupancy_by_the_transports_low_priority_classes(
     tmp_path: Path,
 ) -> None:
