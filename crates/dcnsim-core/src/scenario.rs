@@ -417,11 +417,13 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         }
     }
     check_classes("network.pushout_classes", &network.pushout_classes, network.priorities)?;
-    if !network.pushout_classes.is_empty() && policy != QueuePolicyKind::PriorityEcn {
+    if !network.pushout_classes.is_empty()
+        && !matches!(policy, QueuePolicyKind::PriorityEcn | QueuePolicyKind::CreditLimit)
+    {
         return Err(FieldError::invalid(
             "network.pushout_classes",
             format!("is not supported by queue_policy '{}'", network.queue_policy),
-            "use queue_policy = \"priority_ecn\" or leave pushout_classes out",
+            "use queue_policy = \"priority_ecn\" or \"expresspass_credit\", or leave pushout_classes out",
         )
         .into());
     }

@@ -48,6 +48,15 @@
 //! not counted (they sit in their own credit queue and are not data the unscheduled packet
 //! would queue behind). Scheduled data, credits and control packets are unaffected. Host
 //! NICs never drop data, so they ignore `selective`.
+//!
+//! # Push-out (`network.pushout_classes`)
+//! As in [`super::priority::PriorityEcn`]: a data packet that does not fit in the full
+//! buffer evicts the newest queued data of the lowest listed classes below its own (cause
+//! `pushout`), and is dropped only if they cannot free enough. With Aeolus' low-priority
+//! alternative (`transport.aeolus_mode = "low_priority"`, unscheduled packets in the lowest
+//! class) and that class listed, unscheduled packets use only capacity that scheduled ones
+//! leave idle and never take buffer from them: the "no interference" first RTT of the
+//! idealised ExpressPass of Aeolus §II-C (Fig. 3). Waiting credits are never pushed out.
 
 use super::priority::{ClassQueues, EcnMarker};
 use super::selective::{SelectiveDropConfig, DROP_SELECTIVE};
@@ -103,6 +112,9 @@ pub struct CreditLimit {
     last_release: Option<(Time, Time)>,
     /// Aeolus selective dropping: (threshold in bytes, measure over the whole port).
     selective: Option<(u64, bool)>,
+    /// Bit c set: queued class-c data may be pushed out by a higher-class arrival
+    /// (`network.pushout_classes`).
+    pushout: u8,
 }
 
 impl CreditLimit {
@@ -126,11 +138,18 @@ impl CreditLimit {
             credit_size: cfg.credit_size.0,
             last_release: None,
             selective: None,
+            pushout: 0,
         }
     }
     /// Add Aeolus selective dropping of unscheduled packets (see the module documentation).
     pub fn with_selective(mut self, cfg: &SelectiveDropConfig) -> Self {
         self.selective = Some((cfg.threshold.0, cfg.per_port));
+        self
+    }
+    /// Let a data packet that does not fit push out queued data of the lower classes among
+    /// `classes`, as the `priority_ecn` policy does (see below).
+    pub fn with_pushout(mut self, classes: &[u8]) -> Self {
+        self.pushout = super::priority::pushout_mask(classes);
         self
     }
     /// Time between two credit releases.
@@ -188,7 +207,9 @@ impl QueueDisc for CreditLimit {
                 }
             }
         }
-        if self.q.total() + size > self.buffer {
+        if self.q.total() + size > self.buffer
+            && !(self.pushout != 0 && self.q.push_out(c, size, self.buffer, self.pushout, fx))
+        {
             fx.drops.push((idx, DROP_OVERFLOW));
             return;
         }
@@ -242,6 +263,42 @@ mod tests {
     fn port() -> CreditLimit {
         // 10 Gbps: (64 + 1500) B take 1251.2 ns -> interval 1_251_200 ps.
         CreditLimit::new(Bytes(200_000), 8, &CreditConfig::default(), &[], false, Rate::gbps(10))
+    }
+
+    /// A full 4500 B port holding three lowest-class (unscheduled, class 7) packets and one
+    /// credit: a class-1 (scheduled) arrival evicts the newest class-7 packet and is queued;
+    /// without push-out it is dropped. The credit is never a victim.
+    #[test]
+    fn full_port_with_pushout_evicts_lowest_class_data_for_scheduled_arrival() {
+        for pushout in [false, true] {
+            let mut a = PacketArena::new();
+            let classes: &[u8] = if pushout { &[7] } else { &[] };
+            let mut q = CreditLimit::new(Bytes(4500), 8, &CreditConfig::default(), &[], false, Rate::gbps(10))
+                .with_pushout(classes);
+            let mut fx = PortEffects::default();
+            let low: Vec<_> = (0..3)
+                .map(|_| {
+                    let i = data(&mut a);
+                    a.get_mut(i).prio = 7;
+                    i
+                })
+                .collect();
+            let c = credit(&mut a);
+            for &i in low.iter().chain([&c]) {
+                q.enqueue(Time(0), i, &mut a, &mut fx);
+            }
+            assert!(fx.drops.is_empty());
+            let sched = data(&mut a);
+            q.enqueue(Time(0), sched, &mut a, &mut fx);
+            if pushout {
+                assert_eq!(fx.drops, vec![(low[2], crate::queue::priority::DROP_PUSHOUT)]);
+                assert_eq!(q.bytes(), Bytes(4500 + 64));
+                assert_eq!(q.dequeue(Time(0), &mut a), Some((c, 64)));
+                assert_eq!(q.dequeue(Time(0), &mut a), Some((sched, 1500)), "scheduled first");
+            } else {
+                assert_eq!(fx.drops, vec![(sched, DROP_OVERFLOW)]);
+            }
+        }
     }
 
     #[test]

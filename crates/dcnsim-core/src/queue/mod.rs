@@ -270,7 +270,8 @@ fn build_policy(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
             Some(rate),
         )),
         (PortRole::Switch, QueuePolicyKind::CreditLimit) => {
-            let q = credit::CreditLimit::new(cfg.buffer, cfg.classes, &cfg.credit, &cfg.ecn_k, cfg.ecn_per_port, rate);
+            let q = credit::CreditLimit::new(cfg.buffer, cfg.classes, &cfg.credit, &cfg.ecn_k, cfg.ecn_per_port, rate)
+                .with_pushout(&cfg.pushout_classes);
             // ExpressPass + Aeolus: the Aeolus threshold of `[network.selective]` as well.
             Box::new(if cfg.credit.selective { q.with_selective(&cfg.selective) } else { q })
         }

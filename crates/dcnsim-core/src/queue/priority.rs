@@ -130,6 +130,32 @@ impl ClassQueues {
     pub fn class_len(&self, c: usize) -> usize {
         self.slots[c].queue.len()
     }
+    /// Push-out (`network.pushout_classes`): make room in a `buffer`-byte port for `size`
+    /// bytes of class `c` by dropping the newest packets of the lowest non-empty classes
+    /// below `c` whose bit is set in `mask` (cause `pushout`); false, with nothing dropped,
+    /// when those classes cannot free enough.
+    pub fn push_out(&mut self, c: usize, size: u64, buffer: u64, mask: u8, fx: &mut PortEffects) -> bool {
+        let need = (self.total + size).saturating_sub(buffer);
+        let victims = (c + 1..self.classes as usize).filter(|&k| mask & (1 << k) != 0);
+        let lower: u64 = victims.clone().map(|k| self.class_bytes(k)).sum();
+        if lower < need {
+            return false;
+        }
+        let mut freed = 0;
+        for k in victims.rev() {
+            while freed < need {
+                let Some((victim, sz)) = self.pop_back_class(k) else { break };
+                fx.drops.push((victim, DROP_PUSHOUT));
+                freed += sz as u64;
+            }
+        }
+        true
+    }
+}
+
+/// The bit mask of `network.pushout_classes` (classes 8 and above ignored).
+pub fn pushout_mask(classes: &[u8]) -> u8 {
+    classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m })
 }
 
 /// DCTCP marking on enqueue, shared by every policy that keeps ECN: per-class thresholds
@@ -222,29 +248,8 @@ impl PriorityEcn {
     /// Let an arrival that does not fit push out queued packets of the lower classes among
     /// `classes` (module docs).
     pub fn with_pushout(mut self, classes: &[u8]) -> Self {
-        self.pushout = classes.iter().fold(0u8, |m, &c| if c < 8 { m | (1 << c) } else { m });
+        self.pushout = pushout_mask(classes);
         self
-    }
-    /// Make room for `size` bytes of class `c` by dropping the tail packets of the lowest
-    /// non-empty push-out classes below `c`; false (and nothing dropped) if they cannot free
-    /// enough.
-    fn push_out(&mut self, c: usize, size: u64, fx: &mut PortEffects) -> bool {
-        let need = self.q.total() + size - self.buffer;
-        let (pushout, classes) = (self.pushout, self.q.classes() as usize);
-        let victims = (c + 1..classes).filter(|&k| pushout & (1 << k) != 0);
-        let lower: u64 = victims.clone().map(|k| self.q.class_bytes(k)).sum();
-        if lower < need {
-            return false;
-        }
-        let mut freed = 0;
-        for k in victims.rev() {
-            while freed < need {
-                let Some((victim, sz)) = self.q.pop_back_class(k) else { break };
-                fx.drops.push((victim, DROP_PUSHOUT));
-                freed += sz as u64;
-            }
-        }
-        true
     }
 }
 
@@ -256,7 +261,7 @@ impl QueueDisc for PriorityEcn {
         let c = self.q.class_of(p.prio);
         if self.q.total() + size > self.buffer {
             let fits_class = !self.limited || self.q.class_bytes(c) + size <= self.class_limit[c];
-            if !(self.pushout != 0 && fits_class && self.push_out(c, size, fx)) {
+            if !(self.pushout != 0 && fits_class && self.q.push_out(c, size, self.buffer, self.pushout, fx)) {
                 fx.drops.push((idx, DROP_OVERFLOW));
                 return;
             }
