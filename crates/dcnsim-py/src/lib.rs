@@ -5,6 +5,9 @@
 //! * `validate(text, format, base_dir) -> str` parses and validates a scenario
 //!   (`format` is `"toml"` or `"json"`, relative paths resolve against `base_dir`)
 //!   and returns the normalized scenario as JSON.
+//! * `shipped_cdf_stats(name, limits) -> (mean, fractions) | None` reads a shipped
+//!   flow-size distribution in its native reading: its mean in bytes and, per limit, the
+//!   probability that a drawn size is below it (analytic models use it).
 //! * `run(text, format, base_dir, progress=None, interval=0.25) -> dict` runs it.
 //!   The GIL is released for the whole run and taken back only to call `progress`
 //!   (at most once per `interval` seconds of wall time) and to check for Ctrl-C.
@@ -302,10 +305,23 @@ fn output_dict<'py>(py: Python<'py>, out: &RunOutput) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
+/// The mean (bytes) of the shipped flow-size distribution `name` in its native reading and,
+/// for each of `limits` (bytes), the probability that a drawn size is below it; `None` when
+/// no shipped distribution has that name or alias.
+#[pyfunction]
+fn shipped_cdf_stats(name: &str, limits: Vec<u64>) -> PyResult<Option<(f64, Vec<f64>)>> {
+    use dcnsim_core::units::Bytes;
+    use dcnsim_core::workload::builtin;
+    let Some(shipped) = builtin::find(name) else { return Ok(None) };
+    let cdf = shipped.load(shipped.reading).map_err(|e| PyRuntimeError::new_err(format!("{e:?}")))?;
+    Ok(Some((cdf.mean_bytes(), limits.into_iter().map(|l| cdf.fraction_below(Bytes(l))).collect())))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_cdf_stats, m)?)?;
     Ok(())
 }
