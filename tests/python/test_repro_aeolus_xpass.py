@@ -84,3 +84,22 @@ def test_aeolus_fig3_reduced_idealised_first_rtt_finishes_small_flows_at_once(
         assert ideal["small_first_rtt_frac"] > 0.9, (cdf, ideal["small_first_rtt_frac"])
         assert ideal["small_p50_fct_us"] * 2.5 < xp["small_p50_fct_us"], cdf
         assert ideal["drops_pushout"] > 0, "credited data displaced first-RTT packets"
+
+
+def test_aeolus_fig10_14_reduced_testbed_incast(tmp_path: Path) -> None:
+    """The §V-A testbed's 7-to-1 incast simulated (10G, 14 us RTT, 200 KB ports). Fig. 10:
+    Aeolus' first-RTT packets lower ExpressPass's median message completion time. Fig. 14's
+    Homa losses do not occur here: seven senders' one-BDP unscheduled bursts (7 x 17.5 KB)
+    fit in the port, so Homa drops nothing and nothing times out
+    (repro/aeolus_fig10_14_testbed_incast/README.md)."""
+    name = "aeolus_fig10_14_testbed_incast"
+    res = run_repro(REPO / "repro" / name, tmp_path / name, reduced=True, workers=2)
+    assert not res.report.failed, [f.error for f in res.report.failed]
+    runs = {(r["variant"], r["workload[0].size"]): r for r in res.report.rows}
+    for size in ("30KB", "50KB"):
+        for v in ("xpass", "xpass_aeolus", "homa", "homa_aeolus"):
+            assert runs[(v, size)]["flows_unfinished"] == 0
+            assert runs[(v, size)]["flows_with_timeout"] == 0, (v, size)
+        assert runs[("xpass_aeolus", size)]["p50_fct_us"] < runs[("xpass", size)]["p50_fct_us"]
+        assert runs[("homa", size)]["drops_total"] == 0
+        assert runs[("homa_aeolus", size)]["drops_selective_drop"] > 0
