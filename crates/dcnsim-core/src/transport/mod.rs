@@ -18,6 +18,9 @@
 //! - `on_tx_complete` is called at a data packet's source host when the NIC has
 //!   transmitted it (its last bit crossed the host's link), only when `wants_tx_complete`
 //!   returns true (window-based senders under the per-flow NIC limit, `crate::host`);
+//! - `on_switch_packet` is called at a switch for a packet addressed to it, only when
+//!   `wants_switch_packets` returns true (control planes at switches, PASE's arbitrators);
+//!   such a transport also receives every flow's data path once (`set_flow_paths`);
 //! - a transport only reads and writes the state of the `host` it is called for; it learns
 //!   what the application handed over only from `flows` (the flow table: size, endpoints,
 //!   start, base RTT), never from the other endpoint's state;
