@@ -329,6 +329,9 @@ def summarize(
     s["packets_left"] = int(counters.get("packets_left", 0))
     s["data_payload_sent_bytes"] = int(counters.get("data_payload_sent", 0))
     s["peak_live_packets"] = int(counters.get("peak_live_packets", 0))
+    arb = int(counters.get("arb_msgs_sent", 0))
+    s["arb_msgs_sent"] = arb
+    s["arb_msgs_per_s"] = arb / (end_ps / 1e12) if end_ps > 0 else math.nan
     return s
 
 

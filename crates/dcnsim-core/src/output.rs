@@ -58,6 +58,9 @@ pub struct PortTable {
     /// Bytes still queued at the port when the run ended. Per port,
     /// `rx_bytes = tx_bytes + dropped_bytes + trimmed_bytes + queued_bytes`.
     pub queued_bytes: Vec<u64>,
+    /// Control messages the arbitrator of this link direction processed (arbitration
+    /// requests and delegation reports; 0 for transports without per-link arbitrators).
+    pub arb_msgs: Vec<u64>,
 }
 
 /// Queue occupancy samples: one row per (time, port, priority) with a non-empty queue.
@@ -111,6 +114,9 @@ pub struct Counters {
     /// (arrived, not finished, not abandoned), in flows x ps, counted by the event loop at
     /// each arrival and departure.
     pub flows_in_system_integral_ps: f64,
+    /// Arbitration packets (requests, answers, delegation reports and shares) every host and
+    /// switch sent; 0 for transports without arbitration.
+    pub arb_msgs_sent: u64,
 }
 
 /// Why a run ended.

@@ -152,6 +152,8 @@ pub struct Sim<'a> {
     nic_limit: u64,
     /// A resource limit that ends the run (checked where `check_at` sends the loop).
     failure: Option<RunError>,
+    /// The transport runs switch-side agents ([`Transport::wants_switch_packets`]).
+    switch_agents: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -197,6 +199,21 @@ impl<'a> Sim<'a> {
         }
         let fg_total = flows.iter().filter(|f| !f.background).count() as u64;
         let n = flows.len();
+        let mut transport = transport;
+        let switch_agents = transport.wants_switch_packets();
+        if switch_agents {
+            let mut paths = crate::transport::FlowPaths::default();
+            let mut hops = Vec::new();
+            for f in &flows {
+                hops.clear();
+                for p in net.flow_path(f.id, f.src, f.dst) {
+                    let pt = &net.ports[p as usize];
+                    hops.push(crate::transport::PathHop { port: p, node: pt.node, peer: pt.peer, rate: pt.rate });
+                }
+                paths.push(&hops);
+            }
+            transport.set_flow_paths(paths);
+        }
         let sampler = sc.output.sample_interval.map(|interval| {
             let ports = match &sc.output.sample_ports {
                 PortSelection::Ids(v) => v.clone(),
@@ -265,6 +282,7 @@ impl<'a> Sim<'a> {
             drop_probe: None,
             nic_limit: sc.run.nic_queue_limit.0,
             failure: None,
+            switch_agents,
         }
     }
 
@@ -481,6 +499,10 @@ impl<'a> Sim<'a> {
             self.apply(now, node, &mut out);
             self.actions = out;
         } else {
+            if dst >= self.net.num_hosts {
+                self.at_switch(now, node, idx);
+                return;
+            }
             let size = p.size;
             let port = match &mut self.spray {
                 None => self.net.route_in_flight(node, p),
@@ -495,6 +517,70 @@ impl<'a> Sim<'a> {
 
     fn drop_pkt(&mut self, idx: PktIdx, cause: &'static str) {
         drop_into(&mut self.arena, &mut self.drops, idx, cause);
+    }
+
+    /// A packet addressed to a switch reached switch `node`: its agent takes it there
+    /// ([`Transport::on_switch_packet`]); elsewhere it goes on to the adjacent addressee.
+    /// Without switch agents it is misrouted.
+    #[cold]
+    #[inline(never)]
+    fn at_switch(&mut self, now: Time, node: NodeId, idx: PktIdx) {
+        if !self.switch_agents {
+            self.drop_pkt(idx, DROP_MISROUTED);
+            return;
+        }
+        if self.arena.get(idx).dst != node {
+            self.send_to_adjacent_switch(now, node, idx);
+            return;
+        }
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        let mut ctx = Ctx { now, host: node, flows: &self.flows, out: &mut out };
+        self.transport.on_switch_packet(&mut ctx, self.arena.get(idx));
+        self.arena.free(idx);
+        self.apply_agent(now, node, &mut out);
+        self.actions = out;
+    }
+
+    /// Send packet `idx`, addressed to a switch, from `node` over the link to it; misrouted
+    /// when the switch is not adjacent to `node` (or agents are off).
+    #[cold]
+    #[inline(never)]
+    fn send_to_adjacent_switch(&mut self, now: Time, node: NodeId, idx: PktIdx) {
+        let p = self.arena.get(idx);
+        let (dst, size) = (p.dst, p.size);
+        let port = match self.switch_agents && dst != node && (dst as usize) < self.net.node_ports.len() {
+            true => {
+                self.net.node_ports[node as usize].iter().copied().find(|&q| self.net.ports[q as usize].peer == dst)
+            }
+            false => None,
+        };
+        match port {
+            Some(port) => self.enqueue(now, port, idx, size),
+            None => self.drop_pkt(idx, DROP_MISROUTED),
+        }
+    }
+
+    /// Carry out a switch agent's actions at switch `node`: it only sends packets.
+    #[cold]
+    #[inline(never)]
+    fn apply_agent(&mut self, now: Time, node: NodeId, out: &mut Actions) {
+        for i in 0..out.sends.len() {
+            let p = &mut out.sends[i];
+            p.hops = 0;
+            p.src = node;
+            let dst = p.dst;
+            let idx = self.arena.alloc(*p);
+            if dst >= self.net.num_hosts {
+                self.send_to_adjacent_switch(now, node, idx);
+                continue;
+            }
+            let (port, size) = (self.net.route_in_flight(node, p), p.size);
+            self.enqueue(now, port, idx, size);
+        }
+        if !out.timers.is_empty() || !out.completions.is_empty() {
+            self.audit_errors.push(format!("the switch agent at node {node} armed timers or completed flows"));
+        }
     }
 
     /// Offer packet `idx` (of wire size `size`) to egress port `port`.
@@ -637,7 +723,8 @@ impl<'a> Sim<'a> {
             let dst = p.dst;
             let idx = self.arena.alloc(*p);
             if dst >= self.net.num_hosts || dst == host {
-                self.drop_pkt(idx, DROP_MISROUTED);
+                // Addressed to a switch (its agent, if the transport runs agents) or to itself.
+                self.send_to_adjacent_switch(now, host, idx);
                 continue;
             }
             let (port, size) = (self.net.route_in_flight(host, p), p.size);
@@ -785,6 +872,7 @@ impl<'a> Sim<'a> {
             pt.dropped_bytes.push(lost.dropped);
             pt.trimmed_bytes.push(lost.trimmed);
             pt.queued_bytes.push(p.disc.bytes().0);
+            pt.arb_msgs.push(self.transport.arb_msgs(i as u32));
         }
         let in_system_area = self.in_system_area + self.in_system as u128 * (now.0 - self.in_system_since.0) as u128;
         let (queue_samples, link_samples) = match self.sampler {
@@ -806,6 +894,7 @@ impl<'a> Sim<'a> {
             wall_s,
             peak_live_packets: self.peak_live as u64,
             flows_in_system_integral_ps: in_system_area as f64,
+            arb_msgs_sent: self.transport.arb_msgs_sent(),
         };
         RunOutput {
             flows: ft,
@@ -1014,6 +1103,26 @@ impl Transport for AbortAtDeadline {
     }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
+    }
+    fn wants_switch_packets(&self) -> bool {
+        self.inner.wants_switch_packets()
+    }
+    fn set_flow_paths(&mut self, paths: crate::transport::FlowPaths) {
+        self.inner.set_flow_paths(paths)
+    }
+    fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        if self.late(ctx.flows, pkt.flow, ctx.now) {
+            return;
+        }
+        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
+        self.inner.on_switch_packet(ctx, pkt);
+        self.filter(ctx, a, b);
+    }
+    fn arb_msgs(&self, port: u32) -> u64 {
+        self.inner.arb_msgs(port)
+    }
+    fn arb_msgs_sent(&self) -> u64 {
+        self.inner.arb_msgs_sent()
     }
 }
 

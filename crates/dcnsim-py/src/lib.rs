@@ -251,6 +251,7 @@ fn ports_dict<'py>(py: Python<'py>, p: &PortTable) -> PyResult<Bound<'py, PyDict
     d.set_item("dropped_bytes", column(py, &p.dropped_bytes))?;
     d.set_item("trimmed_bytes", column(py, &p.trimmed_bytes))?;
     d.set_item("queued_bytes", column(py, &p.queued_bytes))?;
+    d.set_item("arb_msgs", column(py, &p.arb_msgs))?;
     Ok(d)
 }
 
@@ -291,6 +292,7 @@ fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDi
     d.set_item("wall_s", c.wall_s)?;
     d.set_item("peak_live_packets", c.peak_live_packets)?;
     d.set_item("flows_in_system_integral_ps", c.flows_in_system_integral_ps)?;
+    d.set_item("arb_msgs_sent", c.arb_msgs_sent)?;
     Ok(d)
 }
 

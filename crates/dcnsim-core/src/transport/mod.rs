@@ -18,6 +18,9 @@
 //! - `on_tx_complete` is called at a data packet's source host when the NIC has
 //!   transmitted it (its last bit crossed the host's link), only when `wants_tx_complete`
 //!   returns true (window-based senders under the per-flow NIC limit, `crate::host`);
+//! - `on_switch_packet` is called at a switch for a packet addressed to it, only when
+//!   `wants_switch_packets` returns true (control planes at switches, PASE's arbitrators);
+//!   such a transport also receives every flow's data path once (`set_flow_paths`);
 //! - a transport only reads and writes the state of the `host` it is called for; it learns
 //!   what the application handed over only from `flows` (the flow table: size, endpoints,
 //!   start, base RTT), never from the other endpoint's state;
@@ -209,6 +212,51 @@ pub struct Ctx<'a> {
     pub out: &'a mut Actions,
 }
 
+/// One link of a flow's data path, as the runner routes it ([`FlowPaths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathHop {
+    /// The egress port (one link direction; ids as in the ports table).
+    pub port: u32,
+    /// The node that owns the port (the link's near end) and the node it leads to.
+    pub node: NodeId,
+    pub peer: NodeId,
+    pub rate: Rate,
+}
+
+/// The ECMP data path (source to destination) of every flow of the run, handed once to a
+/// transport with switch-side agents ([`Transport::wants_switch_packets`]) before the run.
+#[derive(Clone, Debug, Default)]
+pub struct FlowPaths {
+    start: Vec<u32>,
+    hops: Vec<PathHop>,
+}
+
+impl FlowPaths {
+    /// Append the path of the next flow id.
+    pub fn push(&mut self, path: &[PathHop]) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        self.hops.extend_from_slice(path);
+        self.start.push(self.hops.len() as u32);
+    }
+    /// The path of `flow` (empty if unknown).
+    pub fn get(&self, flow: FlowId) -> &[PathHop] {
+        let i = flow as usize;
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.hops[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+    /// Number of flows held.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Per-flow counters a transport reports at the end of a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowStats {
@@ -250,6 +298,30 @@ pub trait Transport {
     }
     fn flow_stats(&self, _flow: FlowId) -> FlowStats {
         FlowStats::default()
+    }
+    /// Switch-side agents: when true, the runner hands the transport every flow's data path
+    /// once before the run ([`Transport::set_flow_paths`]), delivers a packet addressed to a
+    /// switch node to [`Transport::on_switch_packet`] there, and sends the packets an agent
+    /// emits from that switch. A packet addressed to a switch must be sent by a node adjacent
+    /// to it (agents relay hop by hop); otherwise it is dropped as misrouted. Without this
+    /// (the default) a packet addressed to a switch is dropped as misrouted.
+    fn wants_switch_packets(&self) -> bool {
+        false
+    }
+    /// The data paths of the run's flows (only if `wants_switch_packets`).
+    fn set_flow_paths(&mut self, _paths: FlowPaths) {}
+    /// A packet addressed to switch `ctx.host` reached it (only if `wants_switch_packets`).
+    /// The agent may send packets (from the switch); it arms no timers and completes no
+    /// flows (the runner reports either as an audit error).
+    fn on_switch_packet(&mut self, _ctx: &mut Ctx, _pkt: &Packet) {}
+    /// Control messages processed by the arbitrator of link direction `port` over the run
+    /// (the ports table's `arb_msgs`; 0 for transports without per-link arbitrators).
+    fn arb_msgs(&self, _port: u32) -> u64 {
+        0
+    }
+    /// Arbitration packets every host and switch sent over the run (`arb_msgs_sent`).
+    fn arb_msgs_sent(&self) -> u64 {
+        0
     }
 }
 

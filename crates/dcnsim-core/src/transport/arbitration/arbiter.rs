@@ -140,9 +140,21 @@ impl Arbitrator {
         Decision { queue, rate: Rate(rate) }
     }
 
-    /// The flow ended: forget it.
-    pub fn remove(&mut self, flow: FlowId) {
+    /// The flow ended: forget it. True if it was on the list.
+    pub fn remove(&mut self, flow: FlowId) -> bool {
+        let n = self.entries.len();
         self.entries.retain(|e| e.key.flow != flow);
+        self.entries.len() < n
+    }
+
+    /// A new capacity (a delegated virtual link whose share changed).
+    pub fn set_capacity(&mut self, capacity: Rate) {
+        self.capacity = capacity.0.max(1);
+    }
+
+    /// The summed demand of the flows still live at `now` (entries not yet expired).
+    pub fn live_demand(&self, now: Time) -> u64 {
+        self.entries.iter().filter(|e| e.expires > now).map(|e| e.demand).sum()
     }
 }
 

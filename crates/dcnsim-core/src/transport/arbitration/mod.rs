@@ -7,4 +7,5 @@
 //! another family.
 
 pub mod arbiter;
+pub mod bottomup;
 pub mod pase;
