@@ -235,10 +235,18 @@ impl<'a> Sim<'a> {
             finish: vec![u64::MAX; n],
             sent: vec![0; n],
             aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
-            transport: if sc.run.abort_at_deadline {
-                Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
-            } else {
-                transport
+            transport: {
+                let t: Box<dyn Transport> = if sc.run.abort_at_deadline {
+                    Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
+                } else {
+                    transport
+                };
+                if sc.pauses.is_empty() {
+                    t
+                } else {
+                    let windows = crate::pause::resolve(&sc.pauses, &specs, &mut sc.rng(streams::PAUSE));
+                    Box::new(crate::pause::Paused::new(t, windows))
+                }
             },
             flows,
             next_flow: 0,
