@@ -316,6 +316,8 @@ def summarize(
     s.update(lp_efficiency(flows, done))
     s.update(opportunistic_share(flows, done))
     s["goodput"] = goodput(flows, ports)
+    hr = None if ports is None else ports.get("host_reorder_max_bytes")
+    s["host_reorder_max_bytes_max"] = int(np.max(hr)) if hr is not None and len(hr) else math.nan
     s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
     timeouts = np.asarray(flows["timeouts"], dtype=np.uint64)
     s["timeouts_total"] = int(np.sum(timeouts))

@@ -102,7 +102,8 @@ LABELS = {
     "downlinks_util_busy": "host downlink util. (busy)",
     "bottleneck_hp_max_bytes": "HP max queue (B)",
     "bottleneck_lp_max_bytes": "LP max queue (B)",
-    "reorder_max_bytes_max": "max reorder buffer (B)",
+    "reorder_max_bytes_max": "max reorder buffer, one flow (B)",
+    "host_reorder_max_bytes_max": "max reorder buffer, one receiver (B)",
 }
 
 

@@ -69,9 +69,12 @@ def test_rpo_fig17_18_reduced_onoff_utilization_and_empty_normal_queue(tmp_path:
         assert rpo["bottleneck_hp_avg_bytes"] < 1500, rpo
         assert rpo["bottleneck_hp_avg_bytes"] < rpo["bottleneck_lp_avg_bytes"] / 10, rpo
         assert rpo["lp_sent_share"] > 0 and rpo["reorder_max_bytes_max"] > 0, rpo
+        # A receiver holds at least what its most reordered flow held.
+        assert rpo["host_reorder_max_bytes_max"] >= rpo["reorder_max_bytes_max"], rpo
         for v in ("phost", "expresspass", "homa", "ndp", "aeolus"):
             r = row[(v, f)]
             assert r["reorder_max_bytes_max"] == 0 and r["bottleneck_lp_avg_bytes"] == 0, v
+            assert r["host_reorder_max_bytes_max"] == 0, v
 
 
 def test_rpo_fig14_reduced_rpo_lowest_afct_under_onoff_traffic(tmp_path: Path) -> None:

@@ -58,6 +58,9 @@ pub struct PortTable {
     /// Bytes still queued at the port when the run ended. Per port,
     /// `rx_bytes = tx_bytes + dropped_bytes + trimmed_bytes + queued_bytes`.
     pub queued_bytes: Vec<u64>,
+    /// On a host's port: the largest re-sequencing buffer the host needed as a receiver
+    /// (`Transport::host_reorder_max_bytes`); 0 on switch ports.
+    pub host_reorder_max_bytes: Vec<u64>,
 }
 
 /// Queue occupancy samples: one row per (time, port, priority) with a non-empty queue.

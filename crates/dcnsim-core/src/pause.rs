@@ -362,6 +362,9 @@ impl Transport for Paused {
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
+    fn host_reorder_max_bytes(&self, host: crate::packet::NodeId) -> u64 {
+        self.inner.host_reorder_max_bytes(host)
+    }
 }
 
 #[cfg(test)]

@@ -793,6 +793,11 @@ impl<'a> Sim<'a> {
             pt.dropped_bytes.push(lost.dropped);
             pt.trimmed_bytes.push(lost.trimmed);
             pt.queued_bytes.push(p.disc.bytes().0);
+            pt.host_reorder_max_bytes.push(if sc.topology.is_host(p.node) {
+                self.transport.host_reorder_max_bytes(p.node)
+            } else {
+                0
+            });
         }
         let in_system_area = self.in_system_area + self.in_system as u128 * (now.0 - self.in_system_since.0) as u128;
         let (queue_samples, link_samples) = match self.sampler {
@@ -1022,6 +1027,9 @@ impl Transport for AbortAtDeadline {
     }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
+    }
+    fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
+        self.inner.host_reorder_max_bytes(host)
     }
 }
 

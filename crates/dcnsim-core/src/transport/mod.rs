@@ -251,6 +251,12 @@ pub trait Transport {
     fn flow_stats(&self, _flow: FlowId) -> FlowStats {
         FlowStats::default()
     }
+    /// The largest re-sequencing buffer host `host` needed as a receiver: payload bytes it
+    /// held above the in-order prefixes of all its flows at once (RPO Fig. 18; 0 for
+    /// transports that do not track it). Reported in the port table on the host's port.
+    fn host_reorder_max_bytes(&self, _host: NodeId) -> u64 {
+        0
+    }
 }
 
 /// Lazy timer cancellation with a generation counter.
