@@ -94,3 +94,20 @@ def test_rpo_fig14_reduced_rpo_lowest_afct_under_onoff_traffic(tmp_path: Path) -
         xp, homa = row[("expresspass", f)], row[("homa", f)]
         assert xp["avg_fct_us"] > homa["avg_fct_us"] * 1.05, (f, xp, homa)
         assert xp["small_avg_fct_us"] > 2 * homa["small_avg_fct_us"], (f, xp, homa)
+
+
+def test_rpo_fig12_reduced_opportunistic_packets_fill_the_shared_bottleneck(
+    tmp_path: Path,
+) -> None:
+    """Three ON/OFF flows over a chain of two 10 Gbps bottlenecks (RPO Fig. 1(a)/12): the
+    link f1 and f2 share is used most under RPO (its opportunistic packets fill what the
+    paused and the RTT-stretched flow leave), then NDP, then pHost and Homa; RPO's longest
+    flow finishes first."""
+    t = _table("rpo_fig12_multibottleneck", tmp_path)
+    u = {v: r["util_mean"] for (v, *_), r in t.items()}
+    assert u["rpo"] > u["ndp"] > u["phost"] > u["homa"], u
+    assert u["rpo"] > u["phost"] + 0.1, u
+    mx = {v: r["max_fct_us"] for (v, *_), r in t.items()}
+    assert min(mx, key=mx.get) == "rpo", mx
+    fct = {v: r["avg_fct_us"] for (v, *_), r in t.items()}
+    assert fct["rpo"] < min(fct["homa"], fct["ndp"]), fct
