@@ -191,9 +191,12 @@ def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
     return max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum()), t
 
 
-def _link_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> dict[str, float]:
+def _link_metrics(
+    run_dir: Path, found: tuple[int, dict[str, Any]] | None, downlinks: bool = False
+) -> dict[str, float]:
     """:data:`LINK_METRICS` of a run folder, on the port :func:`_busiest_switch_port` found
-    in it (empty when it found none)."""
+    in it (empty when it found none); ``downlinks_util_busy`` (every sampled port towards a
+    host) only when ``downlinks`` is set."""
     import numpy as np
 
     if found is None:
@@ -210,14 +213,19 @@ def _link_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> di
     busy = _busy_mask(run_dir, busiest, np.asarray(t["t_us"], float)[port == busiest])
     ub = util[port == busiest][busy] if busy is not None else np.array([])
     down: list[Any] = []
-    for p in sorted(_switch_ports(run_dir, peer_kind="host") & set(port.tolist())):
+    to_hosts = _switch_ports(run_dir, peer_kind="host") if downlinks else set()
+    for p in sorted(to_hosts & set(port.tolist())):
         m = _busy_mask(run_dir, p, np.asarray(t["t_us"], float)[port == p])
         if m is not None:
             down.append(util[port == p][m])
     dn = np.concatenate(down) if down else np.array([])
     return {
         "util_busy": float(ub.mean()) if len(ub) else float("nan"),
-        "downlinks_util_busy": float(dn.mean()) if len(dn) else float("nan"),
+        **(
+            {"downlinks_util_busy": float(dn.mean()) if len(dn) else float("nan")}
+            if downlinks
+            else {}
+        ),
         "util_mean": float(u.mean()),
         "util_p10": float(np.sort(u)[max(0, math.ceil(0.1 * len(u)) - 1)]),
         "util_below_40": float((u < 0.4).mean()),
@@ -372,7 +380,8 @@ def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
             # Both kinds report on the same port: find it (reading link.parquet) once.
             found = _busiest_switch_port(Path(task.out_dir))
             if link:
-                vals.update(_link_metrics(Path(task.out_dir), found))
+                down = "downlinks_util_busy" in rep.columns
+                vals.update(_link_metrics(Path(task.out_dir), found, downlinks=down))
             if queue:
                 vals.update(_queue_metrics(Path(task.out_dir), found))
         key = (*(task.values.get(k) for k in block_keys), task.values.get(rep.rows))
