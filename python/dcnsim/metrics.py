@@ -199,6 +199,22 @@ def lp_efficiency(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> dict[str,
     }
 
 
+def opportunistic_share(flows: Mapping[str, np.ndarray], sel: np.ndarray) -> dict[str, Any]:
+    """``lp_sent_share``: opportunistic payload sent over all payload sent, by the selected
+    flows (RPO Fig. 16's ratio of opportunistic packets; NaN when they sent nothing or the
+    table lacks the columns); ``reorder_max_bytes_max``: the largest re-sequencing buffer one
+    of them needed (RPO Fig. 18 per flow; 0 for transports that do not report it)."""
+    out: dict[str, Any] = {"lp_sent_share": math.nan, "reorder_max_bytes_max": math.nan}
+    if "lp_sent_bytes" in flows and "sent_bytes" in flows:
+        lp = float(np.sum(np.asarray(flows["lp_sent_bytes"], dtype=np.uint64)[sel]))
+        tot = float(np.sum(np.asarray(flows["sent_bytes"], dtype=np.uint64)[sel]))
+        out["lp_sent_share"] = lp / tot if tot > 0 else math.nan
+    if "reorder_max_bytes" in flows:
+        r = np.asarray(flows["reorder_max_bytes"], dtype=np.uint64)[sel]
+        out["reorder_max_bytes_max"] = int(r.max()) if len(r) else math.nan
+    return out
+
+
 def goodput(flows: Mapping[str, np.ndarray], ports: Mapping[str, np.ndarray] | None) -> float:
     """Payload delivery rate in steady state, normalized by the hosts' link capacity.
 
@@ -299,7 +315,10 @@ def summarize(
     delivered = float(np.sum(size[done]))
     s["transfer_efficiency"] = delivered / sent_done if sent_done > 0 else math.nan
     s.update(lp_efficiency(flows, done))
+    s.update(opportunistic_share(flows, done))
     s["goodput"] = goodput(flows, ports)
+    hr = None if ports is None else ports.get("host_reorder_max_bytes")
+    s["host_reorder_max_bytes_max"] = int(np.max(hr)) if hr is not None and len(hr) else math.nan
     s["retx_bytes_total"] = int(np.sum(np.asarray(flows["retx_bytes"], dtype=np.uint64)))
     timeouts = np.asarray(flows["timeouts"], dtype=np.uint64)
     s["timeouts_total"] = int(np.sum(timeouts))

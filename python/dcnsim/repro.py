@@ -59,6 +59,9 @@ LINK_METRICS = {
     "util_below_40": "fraction of that port's sampling intervals below 40% utilization",
     "util_busy": "mean utilization of that port over the sampling intervals during which some "
     "flow to the port's peer was active the whole interval (the port had work waiting)",
+    "downlinks_util_busy": "the same over every sampled switch port towards a host: mean "
+    "utilization over all (port, interval) pairs in which some flow to that host was active "
+    "the whole interval (RPO Fig. 17's link utilization)",
 }
 QUEUE_METRICS = {
     "bottleneck_hp_avg_bytes": "bytes queued in the high-priority classes (every class not "
@@ -67,6 +70,9 @@ QUEUE_METRICS = {
     "bottleneck_lp_avg_bytes": "the same for the low-priority classes (lp_classes)",
     "bottleneck_lp_share": "bottleneck_lp_avg_bytes / (bottleneck_hp_avg_bytes + "
     "bottleneck_lp_avg_bytes): the low-priority classes' share of the average occupancy",
+    "bottleneck_hp_max_bytes": "the largest sampled occupancy of the high-priority classes "
+    "of that port (summed over those classes at each sampling instant of its active span)",
+    "bottleneck_lp_max_bytes": "the same for the low-priority classes",
 }
 LABELS = {
     "avg_fct_us": "avg FCT (us)",
@@ -94,6 +100,11 @@ LABELS = {
     "bottleneck_lp_share": "LP share of queue",
     "lp_transfer_efficiency": "LP transfer efficiency",
     "lp_sent_bytes_total": "LP payload sent (B)",
+    "downlinks_util_busy": "host downlink util. (busy)",
+    "bottleneck_hp_max_bytes": "HP max queue (B)",
+    "bottleneck_lp_max_bytes": "LP max queue (B)",
+    "reorder_max_bytes_max": "max reorder buffer, one flow (B)",
+    "host_reorder_max_bytes_max": "max reorder buffer, one receiver (B)",
 }
 
 
@@ -181,9 +192,12 @@ def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
     return max(set(port[keep].tolist()), key=lambda p: tx[port == p].sum()), t
 
 
-def _link_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> dict[str, float]:
+def _link_metrics(
+    run_dir: Path, found: tuple[int, dict[str, Any]] | None, downlinks: bool = False
+) -> dict[str, float]:
     """:data:`LINK_METRICS` of a run folder, on the port :func:`_busiest_switch_port` found
-    in it (empty when it found none)."""
+    in it (empty when it found none); ``downlinks_util_busy`` (every sampled port towards a
+    host) only when ``downlinks`` is set."""
     import numpy as np
 
     if found is None:
@@ -199,8 +213,20 @@ def _link_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> di
         u = u[nz[0] : nz[-1] + 1]
     busy = _busy_mask(run_dir, busiest, np.asarray(t["t_us"], float)[port == busiest])
     ub = util[port == busiest][busy] if busy is not None else np.array([])
+    down: list[Any] = []
+    to_hosts = _switch_ports(run_dir, peer_kind="host") if downlinks else set()
+    for p in sorted(to_hosts & set(port.tolist())):
+        m = _busy_mask(run_dir, p, np.asarray(t["t_us"], float)[port == p])
+        if m is not None:
+            down.append(util[port == p][m])
+    dn = np.concatenate(down) if down else np.array([])
     return {
         "util_busy": float(ub.mean()) if len(ub) else float("nan"),
+        **(
+            {"downlinks_util_busy": float(dn.mean()) if len(dn) else float("nan")}
+            if downlinks
+            else {}
+        ),
         "util_mean": float(u.mean()),
         "util_p10": float(np.sort(u)[max(0, math.ceil(0.1 * len(u)) - 1)]),
         "util_below_40": float((u < 0.4).mean()),
@@ -252,10 +278,20 @@ def _queue_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> d
     is_lp = np.isin(prio, lp_set)
     hp = float(qb[~is_lp].sum()) / instants
     lp = float(qb[is_lp].sum()) / instants
+    qts = qt[sel]
+
+    def peak(m: Any) -> float:
+        if not m.any():
+            return 0.0
+        _, inv = np.unique(qts[m], return_inverse=True)
+        return float(np.bincount(inv, weights=qb[m]).max())
+
     return {
         "bottleneck_hp_avg_bytes": hp,
         "bottleneck_lp_avg_bytes": lp,
         "bottleneck_lp_share": lp / (hp + lp) if hp + lp > 0 else float("nan"),
+        "bottleneck_hp_max_bytes": peak(~is_lp),
+        "bottleneck_lp_max_bytes": peak(is_lp),
     }
 
 
@@ -303,12 +339,17 @@ def intervals_inside_union(start: Any, fin: Any, t_end: Any, dt: float) -> Any:
     return (i >= 0) & (sb[np.maximum(i, 0)] >= t_end)
 
 
-def _switch_ports(run_dir: Path) -> set[int]:
+def _switch_ports(run_dir: Path, peer_kind: str | None = None) -> set[int]:
+    """Switch ports of a run (those towards a node of ``peer_kind`` if given)."""
     p = run_dir / "ports.csv"
     if not p.is_file():
         return set()
     with p.open() as f:
-        return {int(r["id"]) for r in csv.DictReader(f) if r["node_kind"] != "host"}
+        return {
+            int(r["id"])
+            for r in csv.DictReader(f)
+            if r["node_kind"] != "host" and (peer_kind is None or r["peer_kind"] == peer_kind)
+        }
 
 
 def _fmt(v: Any) -> str:
@@ -340,7 +381,8 @@ def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
             # Both kinds report on the same port: find it (reading link.parquet) once.
             found = _busiest_switch_port(Path(task.out_dir))
             if link:
-                vals.update(_link_metrics(Path(task.out_dir), found))
+                down = "downlinks_util_busy" in rep.columns
+                vals.update(_link_metrics(Path(task.out_dir), found, downlinks=down))
             if queue:
                 vals.update(_queue_metrics(Path(task.out_dir), found))
         key = (*(task.values.get(k) for k in block_keys), task.values.get(rep.rows))

@@ -63,6 +63,7 @@ PORT_COLUMNS = [
     "trimmed_bytes",
     "queued_bytes",
     "arb_msgs",
+    "host_reorder_max_bytes",
 ]
 QUEUE_COLUMNS = ["t_us", "port", "prio", "bytes"]
 LINK_COLUMNS = ["t_us", "port", "tx_bytes", "utilization"]
@@ -149,7 +150,14 @@ def _ports_from_core(raw: Mapping[str, Any], sim_end_ps: int) -> Table:
         # The byte balance (absent from outputs of older cores: zeros).
         **{
             k: np.asarray(c.get(k, np.zeros(len(rate))), dtype=np.uint64)
-            for k in ("rx_bytes", "dropped_bytes", "trimmed_bytes", "queued_bytes", "arb_msgs")
+            for k in (
+                "rx_bytes",
+                "dropped_bytes",
+                "trimmed_bytes",
+                "queued_bytes",
+                "arb_msgs",
+                "host_reorder_max_bytes",
+            )
         },
     }
 

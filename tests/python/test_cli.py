@@ -119,6 +119,37 @@ BAD_INPUT = [
     ("cdf not monotone", 'cdf = "websearch"', 'cdf = "decreasing.cdf"', "workload[0].cdf"),
     ("cdf not reaching 1", 'cdf = "short.cdf"', 'cdf = "short.cdf"', "workload[0].cdf"),
     ("flow to missing host", 'pattern = "poisson"', 'pattern = "explicit"', "workload[0].file"),
+    ("pause off missing", "seed = 7", "seed = 7\n[[pause]]\nhosts = [1]\n", "pause[0].off"),
+    (
+        "pause zero off",
+        "seed = 7",
+        'seed = 7\n[[pause]]\nhosts = [1]\noff = "0us"\n',
+        "pause[0].off",
+    ),
+    (
+        "pause missing host",
+        "seed = 7",
+        'seed = 7\n[[pause]]\nhosts = [8]\noff = "1us"\n',
+        "pause[0].hosts",
+    ),
+    (
+        "pause missing flow",
+        "seed = 7",
+        'seed = 7\n[[pause]]\nflows = [50]\noff = "1us"\n',
+        "pause[0].flows",
+    ),
+    (
+        "pause two selectors",
+        "seed = 7",
+        'seed = 7\n[[pause]]\nflows = [1]\nfraction = 0.5\noff = "1us"\n',
+        "pause[0]",
+    ),
+    (
+        "pause fraction",
+        "seed = 7",
+        'seed = 7\n[[pause]]\nhost_fraction = 2.0\noff = "1us"\n',
+        "pause[0].host_fraction",
+    ),
 ]
 
 CDF_FILES = {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import math
+from pathlib import Path
 
 import pytest
 
-from dcnsim.models.rpo import gains, packets_per_rtt
+from dcnsim.models.rpo import fig8_rows, gains, packets_per_rtt
 
 
 def test_hand_computed_values():
@@ -71,3 +73,51 @@ def test_fig8_trends():
 def test_bad_parameters_are_refused(args, word):
     with pytest.raises(ValueError, match=word):
         gains(*args)
+
+
+def test_fig8_rows_hand_computed_and_directions():
+    rows = fig8_rows()
+    c = 10e9 * 50e-6 / 12000  # 41.67 packets per round
+    # (b), S = 1000, T_c = 0, R = 20: T_f = ceil(log2 2.083) = 2, T_2 = 1000 / 20 = 50,
+    # T_i = 24, T_1 - T_i = 2 - 20 x 3 / C = 0.56, so FCT_gain = 26 / 0.56 = 46.43.
+    (b0,) = [
+        r for r in rows if r["panel"] == "b" and r["s_packets"] == 1000 and r["tc_over_ti"] == 0
+    ]
+    assert b0["t_2"] == pytest.approx(50) and b0["t_i"] == pytest.approx(24)
+    assert b0["t_1"] - b0["t_i"] == pytest.approx(2 - 60 / c)
+    assert b0["fct_gain"] == pytest.approx(26 / (2 - 60 / c))
+    # (a), S = 100, R/C = 0.5: T_f = 1, T_1 = 1 + (100 - C/2) / C, T_2 = 200 / C.
+    (a5,) = [
+        r for r in rows if r["panel"] == "a" and r["s_packets"] == 100 and r["r_over_c"] == 0.5
+    ]
+    assert a5["u_gain"] == pytest.approx((200 / c) / (1 + (100 - c / 2) / c))
+    # Directions of Fig. 8: U_gain falls as R/C rises; FCT_gain rises with S, falls with T_c/T_i.
+    for s in {r["s_packets"] for r in rows if r["panel"] == "a"}:
+        u = [r["u_gain"] for r in rows if r["panel"] == "a" and r["s_packets"] == s]
+        assert all(x > y for x, y in zip(u, u[1:], strict=False)) and u[-1] == pytest.approx(1)
+    sizes = sorted({r["s_packets"] for r in rows if r["panel"] == "b"})
+    for ratio in {r["tc_over_ti"] for r in rows if r["panel"] == "b"}:
+        f = [
+            r["fct_gain"]
+            for s in sizes
+            for r in rows
+            if r["panel"] == "b" and r["s_packets"] == s and r["tc_over_ti"] == ratio
+        ]
+        assert all(x < y for x, y in zip(f, f[1:], strict=False))
+    for s in sizes:
+        f = [r["fct_gain"] for r in rows if r["panel"] == "b" and r["s_packets"] == s]
+        assert all(x > y for x, y in zip(f, f[1:], strict=False))
+
+
+def test_committed_fig8_table_is_the_models_output():
+    path = (
+        Path(__file__).resolve().parents[2] / "repro" / "rpo_fig8_model" / "results" / "table.csv"
+    )
+    with open(path, newline="") as f:
+        got = list(csv.DictReader(f))
+    want = fig8_rows()
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g["panel"] == w["panel"] and float(g["s_packets"]) == w["s_packets"]
+        for k in ("u_gain", "fct_gain", "t_1", "t_2"):
+            assert float(g[k]) == pytest.approx(w[k], rel=1e-3, nan_ok=True), (g, k)

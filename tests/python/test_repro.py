@@ -72,9 +72,13 @@ def test_every_reproduction_loads_full_and_reduced() -> None:
 def test_every_committed_table_covers_the_full_size_sweep() -> None:
     """Each results/table.csv has exactly one row per variant and per combination of the
     full-size grid (seeds are averaged into one row), so a variant added to a repro.toml
-    without a full-size run shows up here."""
+    without a full-size run shows up here. A folder whose full-size run is still to be done
+    holds ``results/PENDING.md`` (the command and its estimated time) and no table yet."""
     for d in list_repros(REPRO):
         rep = load_repro(d)
+        if (d / "results" / "PENDING.md").is_file():
+            assert not (d / "results" / "table.csv").is_file(), f"{d.name}: table and PENDING.md"
+            continue
         with open(d / "results" / "table.csv", newline="") as f:
             rows = list(csv.DictReader(f))
         grid = {k: v for k, v in rep.sweep.grid.items() if k != "seed"}

@@ -22,6 +22,7 @@ pub mod network;
 mod nonfinite;
 pub mod output;
 pub mod packet;
+pub mod pause;
 pub mod queue;
 pub mod rng;
 pub mod scenario;

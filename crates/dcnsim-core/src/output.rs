@@ -61,6 +61,9 @@ pub struct PortTable {
     /// Control messages the arbitrator of this link direction processed (arbitration
     /// requests and delegation reports; 0 for transports without per-link arbitrators).
     pub arb_msgs: Vec<u64>,
+    /// On a host's port: the largest re-sequencing buffer the host needed as a receiver
+    /// (`Transport::host_reorder_max_bytes`); 0 on switch ports.
+    pub host_reorder_max_bytes: Vec<u64>,
 }
 
 /// Queue occupancy samples: one row per (time, port, priority) with a non-empty queue.

@@ -14,6 +14,8 @@ pub mod streams {
     /// Switch queue policies: the run's queue seed, from which each port derives its own
     /// stream (`queue::PortCtx::rng`).
     pub const QUEUE: u64 = 4;
+    /// `[[pause]]` rules that pick flows or hosts at random (`pause::resolve`).
+    pub const PAUSE: u64 = 5;
 }
 
 #[derive(Clone, Debug)]

@@ -98,6 +98,9 @@ struct RawScenario {
     run: Option<serde_json::Value>,
     #[serde(default)]
     output: Option<serde_json::Value>,
+    /// `[[pause]]` rules (`pause.rs`).
+    #[serde(default)]
+    pause: Option<serde_json::Value>,
     /// Facts `to_json` adds for readers (host count, base RTT ...); ignored on input so
     /// that a saved `scenario.json` runs again as it is.
     #[serde(default, rename = "derived")]
@@ -298,6 +301,8 @@ pub struct Scenario {
     pub base_dir: PathBuf,
     /// The classes of the transport's opportunistic packets (`registry::Derived::lp_classes`).
     pub lp_classes: Vec<u8>,
+    /// `[[pause]]`: periods in which flows' sources ignore their receivers (`pause.rs`).
+    pub pauses: Vec<crate::pause::PauseRule>,
 }
 
 /// Parse and validate a scenario document.
@@ -684,6 +689,9 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         _ => {}
     }
 
+    let pauses = crate::pause::parse(raw.pause.as_ref(), topology.num_hosts, &mut || {
+        workload.generate(&mut Rng::stream(raw.seed, streams::WORKLOAD)).len()
+    })?;
     let sc = Scenario {
         name: raw.name,
         seed: raw.seed,
@@ -699,6 +707,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         net_info,
         base_dir: base_dir.to_path_buf(),
         lp_classes: derived.lp_classes,
+        pauses,
     };
     crate::limits::check(&sc)?;
     Ok(sc)
@@ -768,6 +777,9 @@ impl Scenario {
             },
         });
         let mut v = v;
+        if !self.pauses.is_empty() {
+            v["pause"] = serde_json::json!(self.pauses);
+        }
         if self.queue.int {
             // Only runs with in-band telemetry say so (other runs' scenario.json is unchanged).
             v["derived"]["int"] = serde_json::Value::Bool(true);

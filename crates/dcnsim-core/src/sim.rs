@@ -252,10 +252,18 @@ impl<'a> Sim<'a> {
             finish: vec![u64::MAX; n],
             sent: vec![0; n],
             aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
-            transport: if sc.run.abort_at_deadline {
-                Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
-            } else {
-                transport
+            transport: {
+                let t: Box<dyn Transport> = if sc.run.abort_at_deadline {
+                    Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
+                } else {
+                    transport
+                };
+                if sc.pauses.is_empty() {
+                    t
+                } else {
+                    let windows = crate::pause::resolve(&sc.pauses, &specs, &mut sc.rng(streams::PAUSE));
+                    Box::new(crate::pause::Paused::new(t, windows))
+                }
             },
             flows,
             next_flow: 0,
@@ -873,6 +881,11 @@ impl<'a> Sim<'a> {
             pt.trimmed_bytes.push(lost.trimmed);
             pt.queued_bytes.push(p.disc.bytes().0);
             pt.arb_msgs.push(self.transport.arb_msgs(i as u32));
+            pt.host_reorder_max_bytes.push(if sc.topology.is_host(p.node) {
+                self.transport.host_reorder_max_bytes(p.node)
+            } else {
+                0
+            });
         }
         let in_system_area = self.in_system_area + self.in_system as u128 * (now.0 - self.in_system_since.0) as u128;
         let (queue_samples, link_samples) = match self.sampler {
@@ -1123,6 +1136,9 @@ impl Transport for AbortAtDeadline {
     }
     fn arb_msgs_sent(&self) -> u64 {
         self.inner.arb_msgs_sent()
+    }
+    fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
+        self.inner.host_reorder_max_bytes(host)
     }
 }
 

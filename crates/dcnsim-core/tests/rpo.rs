@@ -42,6 +42,17 @@ fn many_to_one_completes_with_conservation_and_high_utilisation() {
     let util = line.0 as f64 / last as f64;
     eprintln!("utilisation {util:.3}, drops {:?}, retx {:?}", out.counters.drops, out.flows.retx_bytes);
     assert!(util > 0.9, "receiver link utilisation {util:.3} (last flow at {} us)", last / 1_000_000);
+    // The receiver's re-sequencing peak over all its flows at once (port table, host 8's
+    // port) is at least the largest single flow's and at most the flows' peaks added up;
+    // the senders received nothing out of order.
+    let p = &out.ports;
+    let host_peak = |h: u32| (0..p.id.len()).find(|&i| p.node[i] == h).map(|i| p.host_reorder_max_bytes[i]).unwrap();
+    let per_flow = &out.flows.reorder_max_bytes;
+    let (hi, sum) = (*per_flow.iter().max().unwrap(), per_flow.iter().sum::<u64>());
+    eprintln!("receiver reorder peak {} B, per-flow peaks {per_flow:?}", host_peak(8));
+    assert!(hi > 0 && (hi..=sum).contains(&host_peak(8)), "host peak {} vs {hi}..{sum}", host_peak(8));
+    assert!((0..4).all(|h| host_peak(h) == 0));
+    assert!((0..p.id.len()).filter(|&i| p.node_kind[i] != "host").all(|i| p.host_reorder_max_bytes[i] == 0));
     // Drops happen only at the first-RTT threshold, never by overflow.
     assert!(out.counters.drops.iter().all(|(cause, _)| *cause == "rpo_normal_drop"), "{:?}", out.counters.drops);
 }

@@ -252,6 +252,7 @@ fn ports_dict<'py>(py: Python<'py>, p: &PortTable) -> PyResult<Bound<'py, PyDict
     d.set_item("trimmed_bytes", column(py, &p.trimmed_bytes))?;
     d.set_item("queued_bytes", column(py, &p.queued_bytes))?;
     d.set_item("arb_msgs", column(py, &p.arb_msgs))?;
+    d.set_item("host_reorder_max_bytes", column(py, &p.host_reorder_max_bytes))?;
     Ok(d)
 }
 

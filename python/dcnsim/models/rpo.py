@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["RpoGains", "gains", "packets_per_rtt"]
+__all__ = ["RpoGains", "fig8_rows", "gains", "packets_per_rtt"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,53 @@ def gains(c: float, r: float, s: float, n: int = 1, t_c: float = 0.0) -> RpoGain
     den = t_1 - t_i
     fct_gain = (t_2 - t_i) / den if den != 0 else math.nan  # Eq. 6
     return RpoGains(t_f=t_f, t_1=t_1, t_2=t_2, t_i=t_i, u_gain=u_gain, fct_gain=fct_gain)
+
+
+#: Fig. 8's setting (RPO §V): 10 Gbps, 50 us round trip, one flow, 1500 B packets.
+FIG8_RATE_BPS = 10e9
+FIG8_RTT_S = 50e-6
+#: Fig. 8(b)'s capacity left after congestion, in packets per round.
+FIG8_R_PACKETS = 20.0
+#: Flow sizes (packets) of our Fig. 8 curves; the paper does not list its own.
+FIG8A_SIZES = (100, 1000, 10000)
+FIG8B_SIZES = (1000, 2000, 5000, 10000)
+
+
+def fig8_rows() -> list[dict[str, float | str]]:
+    """The curves of Fig. 8 as table rows.
+
+    Panel ``a``: ``U_gain`` against R/C = 0.05, 0.10, ..., 1.00 for the sizes of
+    :data:`FIG8A_SIZES` (N = 1, T_c = 0). Panel ``b``: ``FCT_gain`` against T_c/T_i = 0.0,
+    0.1, ..., 0.9 with R = 20 packets per round, for the sizes of :data:`FIG8B_SIZES`
+    (T_c = ratio x T_i, T_i = S / C). C is 10 Gbps x 50 us in 1500 B packets (41.67).
+    """
+    c = packets_per_rtt(FIG8_RATE_BPS, FIG8_RTT_S)
+    rows: list[dict[str, float | str]] = []
+    for s in FIG8A_SIZES:
+        for i in range(1, 21):
+            x = i / 20
+            g = gains(c, x * c, s)
+            rows.append(_row("a", s, x * c, c, 0.0, g))
+    for s in FIG8B_SIZES:
+        for i in range(10):
+            ratio = i / 10
+            g = gains(c, FIG8_R_PACKETS, s, t_c=ratio * s / c)
+            rows.append(_row("b", s, FIG8_R_PACKETS, c, ratio, g))
+    return rows
+
+
+def _row(panel: str, s: float, r: float, c: float, ratio: float, g: RpoGains) -> dict:
+    return {
+        "panel": panel,
+        "s_packets": s,
+        "c_packets": c,
+        "r_packets": r,
+        "r_over_c": r / c,
+        "tc_over_ti": ratio,
+        "t_f": g.t_f,
+        "t_1": g.t_1,
+        "t_2": g.t_2,
+        "t_i": g.t_i,
+        "u_gain": g.u_gain,
+        "fct_gain": g.fct_gain,
+    }

@@ -323,6 +323,12 @@ pub trait Transport {
     fn arb_msgs_sent(&self) -> u64 {
         0
     }
+    /// The largest re-sequencing buffer host `host` needed as a receiver: payload bytes it
+    /// held above the in-order prefixes of all its flows at once (RPO Fig. 18; 0 for
+    /// transports that do not track it). Reported in the port table on the host's port.
+    fn host_reorder_max_bytes(&self, _host: NodeId) -> u64 {
+        0
+    }
 }
 
 /// Lazy timer cancellation with a generation counter.

@@ -108,6 +108,9 @@ impl Transport for Recorder {
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
+    fn host_reorder_max_bytes(&self, host: u32) -> u64 {
+        self.inner.host_reorder_max_bytes(host)
+    }
 }
 
 /// Run `sc`'s network and transport on `flows`, recording receptions.

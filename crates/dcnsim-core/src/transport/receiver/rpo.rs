@@ -945,6 +945,9 @@ impl Transport for Rpo {
         self.note_busy(ctx);
     }
 
+    fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
+        self.max_reorder_bytes(host)
+    }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.stats.get(flow as usize).copied().unwrap_or_default()
     }
