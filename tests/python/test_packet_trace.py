@@ -208,3 +208,81 @@ def test_pcap_export_of_an_untraced_run_says_how_to_trace(tmp_path: Path) -> Non
     assert "trace_ports" in r.stderr
     assert not (tmp_path / "x.pcap").exists()
     assert json.loads((tmp_path / "run" / "counters.json").read_text()).get("trace_events") is None
+
+
+NDP_INCAST = """\
+name = "ndp-incast"
+seed = 3
+
+[topology]
+kind = "single_switch"
+hosts = 9
+host_rate = "10Gbps"
+host_delay = "1us"
+
+[network]
+mtu = "9000B"
+buffer = "100KB"
+queue_policy = "ndp_trim"
+
+[transport]
+protocol = "ndp"
+
+[[workload]]
+pattern = "incast"
+receiver = 8
+senders = 8
+size = "200KB"
+rounds = 1
+
+[output]
+trace_ports = "switch"
+"""
+
+
+def test_trims_and_drops_in_the_trace_match_the_run_counters() -> None:
+    res = dcnsim.run(NDP_INCAST)
+    pk = res.packets
+    assert pk is not None
+    ev = pk["event"]
+    trims = ev == "trim"
+    assert trims.sum() == res.counters["trims"] > 0
+    assert (ev == "drop").sum() == sum(res.counters["drops"].values())
+    # A trim row carries the trimmed packet: the TRIMMED flag (4) set, no payload; the
+    # packet is the arriving one (the row before is its enqueue at the same time and port) or
+    # the data queue's tail (NDP's coin), enqueued untrimmed at that port earlier.
+    assert np.all(pk["flags"][trims] & 4 == 4)
+    assert np.all(pk["payload_bytes"][trims] == 0)
+    kinds = {"arriving": 0, "tail": 0}
+    for i in np.flatnonzero(trims):
+        same = [pk[c][i - 1] == pk[c][i] for c in ("port", "flow", "seq")]
+        if ev[i - 1] == "enqueue" and all(same) and pk["t_ps"][i - 1] == pk["t_ps"][i]:
+            kinds["arriving"] += 1
+            continue
+        before = np.flatnonzero(
+            (np.arange(len(ev)) < i)
+            & (ev == "enqueue")
+            & (pk["port"] == pk["port"][i])
+            & (pk["flow"] == pk["flow"][i])
+            & (pk["seq"] == pk["seq"][i])
+            & ((pk["flags"] & 4) == 0)
+        )
+        assert len(before) > 0, i
+        kinds["tail"] += 1
+    assert kinds["arriving"] > 0 and kinds["tail"] > 0
+    # The pcap carries UDP for a receiver-driven protocol, with the flow id in its header.
+    # (written and read in memory)
+    import tempfile
+
+    from dcnsim.pcap import write_pcap
+
+    with tempfile.TemporaryDirectory() as t:
+        path, n = write_pcap(pk, "ndp", Path(t) / "ndp.pcap")
+        recs = list(dpkt.pcap.Reader(io.BytesIO(path.read_bytes())))
+    deq = np.flatnonzero(ev == "dequeue")
+    assert n == len(recs) == len(deq)
+    for (_, buf), i in zip(recs[:200], deq[:200]):
+        udp = dpkt.ethernet.Ethernet(buf).data.data
+        assert isinstance(udp, dpkt.udp.UDP)
+        assert int.from_bytes(bytes(udp.data)[:4], "big") == int(pk["flow"][i])
+        assert int.from_bytes(bytes(udp.data)[8:16], "big") == int(pk["seq"][i])

@@ -18,11 +18,12 @@
 //! - `dequeue`: the packet left the queue and its serialization starts now.
 //! - `drop`: the policy dropped the packet (the offered one, or one it evicted).
 //! - `mark`: the policy set the offered packet's ECN codepoint to CE while admitting it.
-//! - `trim`: the policy cut the offered packet's payload while admitting it (NDP); the
-//!   packet's fields are the trimmed ones.
+//! - `trim`: the policy cut a packet's payload while admitting the offered one (NDP): the
+//!   offered packet, or a queued one it trimmed instead (NDP's tail trimming, reported by
+//!   the policy in `PortEffects::trimmed_queued`); the packet's fields are the trimmed ones.
 //!
-//! Marks and trims are detected on the offered packet by comparing its ECN codepoint and
-//! `TRIMMED` flag before and after the enqueue. A policy that marks a packet at another
+//! Marks are detected on the offered packet by comparing its ECN codepoint before and after
+//! the enqueue, trims of the offered packet by its `TRIMMED` flag likewise. A policy that marks a packet at another
 //! moment (RPO's cross-queue marking marks packets already queued) produces no `mark`
 //! event; the `ecn` column of each event holds the codepoint at that moment, so such a mark
 //! shows on the packet's `dequeue`.
@@ -178,7 +179,7 @@ impl QueueDisc for Traced {
     fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
         let before = pkts.get(idx);
         let (ecn0, trimmed0) = (before.ecn, before.flags.has(PacketFlags::TRIMMED));
-        let first = fx.drops.len();
+        let (first, first_trim) = (fx.drops.len(), fx.trimmed_queued.len());
         self.inner.enqueue(now, idx, pkts, fx);
         let offered_dropped = fx.drops[first..].iter().any(|&(d, _)| d == idx);
         if !offered_dropped {
@@ -190,6 +191,9 @@ impl QueueDisc for Traced {
             if p.flags.has(PacketFlags::TRIMMED) && !trimmed0 {
                 self.record(now, EventKind::Trim, idx, pkts);
             }
+        }
+        for &t in &fx.trimmed_queued[first_trim..] {
+            self.record(now, EventKind::Trim, t, pkts);
         }
         for &(d, _) in &fx.drops[first..] {
             self.record(now, EventKind::Drop, d, pkts);
