@@ -325,6 +325,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     check_writable(out)
     if args.format == "hpcc-fct":
         write_hpcc_fct(d, out)
+    elif args.format == "pcap":
+        from dcnsim.pcap import export_pcap
+
+        export_pcap(d, out)
     else:
         flows_to_cm(d, out)
     print(out)
@@ -500,14 +504,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.set_defaults(func=cmd_repro)
 
-    ex = _sub(sub, "export", "write a run's flows in another simulator's format", "'dcnsim export'")
+    ex = _sub(
+        sub,
+        "export",
+        "write a run's flows in another simulator's format, or its packet trace as pcap",
+        "'dcnsim export'",
+    )
     ex.add_argument("dir", metavar="DIR", help="a run folder (dcnsim run)")
     ex.add_argument(
         "--format",
         required=True,
-        choices=("hpcc-fct", "htsim-cm"),
+        choices=("hpcc-fct", "htsim-cm", "pcap"),
         help="hpcc-fct: HPCC's fct.txt (finished flows); htsim-cm: an htsim connection "
-        "matrix (docs/formats.md)",
+        "matrix; pcap: the packet trace (packets.parquet) as a pcap file with nanosecond "
+        "timestamps for Wireshark/tshark (docs/formats.md)",
     )
     ex.add_argument("--out", required=True, metavar="FILE", help="the file to write (new)")
     ex.set_defaults(func=cmd_export)

@@ -20,8 +20,12 @@ Legends name each port by its node and peer with their roles (``port 3 (switch 8
 of samples after that sort.
 
 For a sweep folder, :func:`plot_sweep` writes ``comparison.png`` (FCT CDF of every run, and
-average/p99 FCT per size bucket, run beside run) and ``headline.png`` (bar charts of the
-headline metrics per run).
+average/p99 FCT per size bucket, run beside run), ``headline.png`` (bar charts of the
+headline metrics per run) and ``grid.png`` (the headline metrics against each grid dimension,
+seeds averaged, see :func:`grid_effects`). Beyond 12 runs or series a legend moves outside the
+axes in as many columns as it needs, and series differ by line style as well as color (40
+distinct styles). A missing value (a failed run, a metric a run does not define) is never drawn
+as zero: its bar is absent and marked ``n/a``, and a line has a gap there.
 
 The PNG folder must be missing, empty, or a plots folder dcnsim wrote: it carries a manifest
 (``dcnsim-manifest.json``, kind ``plots``) listing the PNGs, and a folder holding anything
@@ -60,11 +64,16 @@ HEADLINE = [
 ]
 
 
-def _fct_cdf(ax: Any, flows: dict[str, np.ndarray], label: str | None = None) -> None:
+def _fct_cdf(
+    ax: Any,
+    flows: dict[str, np.ndarray],
+    label: str | None = None,
+    style: dict[str, Any] | None = None,
+) -> None:
     done = np.asarray(flows["finished"], bool) & ~np.asarray(flows["background"], bool)
     x = np.sort(np.asarray(flows["fct_us"], dtype=float)[done])
     if len(x):
-        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label, **(style or {}))
     ax.set_xscale("log")
     ax.set_xlabel("FCT (us)")
     ax.set_ylabel("fraction of flows")
@@ -79,6 +88,52 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _style(i: int) -> dict[str, Any]:
+    """Color and line style of series ``i``: 10 colors x 4 line styles."""
+    return {"color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[(i // 10) % 4]}
+
+
+def _legend(fig: Any, ax: Any, n: int) -> None:
+    """A legend that stays readable: inside the axes up to 12 entries, beyond that outside on
+    the right of the figure, 20 entries per column."""
+    if n == 0:
+        return
+    if n <= MAX_SERIES:
+        ax.legend(fontsize=7)
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        fontsize=6,
+        ncol=math.ceil(n / 20),
+        frameon=False,
+    )
+
+
+def _na_marks(ax: Any, xs: Sequence[float]) -> None:
+    """Mark missing bars at positions ``xs`` with ``n/a`` on the axis."""
+    for x in xs:
+        ax.annotate(
+            "n/a",
+            (x, 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            rotation=90,
+            fontsize=6,
+            color="0.4",
+        )
+
+
 def _grouped_bars(
     ax: Any, groups: Sequence[str], series: dict[str, Sequence[float]], ylabel: str
 ) -> None:
@@ -86,8 +141,11 @@ def _grouped_bars(
     width = 0.8 / n
     x = np.arange(len(groups))
     for i, (label, vals) in enumerate(series.items()):
-        v = [0.0 if (val is None or math.isnan(val)) else val for val in vals]
-        ax.bar(x + (i - (n - 1) / 2) * width, v, width, label=label)
+        pos = x + (i - (n - 1) / 2) * width
+        miss = [_missing(val) for val in vals]
+        v = [math.nan if m else val for m, val in zip(miss, vals)]
+        ax.bar(pos, v, width, label=label, color=f"C{i % 10}")
+        _na_marks(ax, [p for p, m in zip(pos, miss) if m])
     ax.set_xticks(x)
     ax.set_xticklabels(groups, rotation=0, fontsize=8)
     ax.set_ylabel(ylabel)
@@ -221,6 +279,151 @@ def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -
     return files
 
 
+#: Student's t quantile t(0.975, df) for df = 1..30 (two-sided 95%).
+_T975 = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+]  # fmt: skip
+
+
+def t975(df: int) -> float:
+    """Student's t quantile at 0.975 with ``df`` degrees of freedom: a table to 30, then the
+    Cornish-Fisher expansion about the normal quantile (within 0.001 from 30 on)."""
+    if df < 1:
+        return math.nan
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def is_seed_key(key: str) -> bool:
+    """A grid key that sets the seed (``seed``): runs differing only there are replicas."""
+    return key == "seed" or key.endswith(".seed")
+
+
+def grid_effects(
+    rows: Sequence[dict[str, Any]], dims: Sequence[str], metric: str, dim: str
+) -> dict[tuple[Any, ...], dict[Any, tuple[float, float, int]]]:
+    """The mean of ``metric`` over seeds against grid dimension ``dim``, one series per
+    combination of the other dimensions ``dims``: ``{other values: {dim value: (mean, 95%
+    half-width, n)}}``. ``n`` counts the runs with a value (missing values are left out, not
+    counted as zero); the half-width is ``t(0.975, n-1) x s / sqrt(n)`` with ``s`` the sample
+    standard deviation, NaN for ``n < 2``; the mean is NaN for ``n = 0``."""
+    others = [k for k in dims if k != dim]
+    groups: dict[tuple[Any, ...], dict[Any, list[float]]] = {}
+    for r in rows:
+        key = tuple(_hashable(r.get(k)) for k in others)
+        vals = groups.setdefault(key, {}).setdefault(_hashable(r.get(dim)), [])
+        v = r.get(metric)
+        if not _missing(v):
+            vals.append(float(v))
+    out: dict[tuple[Any, ...], dict[Any, tuple[float, float, int]]] = {}
+    for key, by_x in groups.items():
+        out[key] = {}
+        for x, vals in by_x.items():
+            n = len(vals)
+            mean = float(np.mean(vals)) if n else math.nan
+            half = t975(n - 1) * float(np.std(vals, ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
+            out[key][x] = (mean, half, n)
+    return out
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def plot_grid(
+    rows: Sequence[dict[str, Any]], grid: dict[str, Sequence[Any]], path: Path, title: str = ""
+) -> Path:
+    """``grid.png``: one row of panels per headline metric, one column per grid dimension
+    (seeds excepted); each panel plots the metric's mean over seeds (95% confidence interval as
+    error bars) against that dimension's values, one series per combination of the other
+    dimensions. Missing means leave a gap."""
+    dims = [k for k in grid if not is_seed_key(k)]
+    if not dims:
+        dims = ["run"]
+        grid = {"run": [r["run"] for r in rows]}
+    fig, axes = plt.subplots(
+        len(HEADLINE), len(dims), figsize=(4.2 * len(dims), 2.6 * len(HEADLINE)), squeeze=False
+    )
+    order = {k: {_hashable(v): i for i, v in enumerate(grid[k])} for k in dims}
+    for j, dim in enumerate(dims):
+        values = [_hashable(v) for v in grid[dim]]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        xs = {v: (float(v) if numeric else float(i)) for i, v in enumerate(values)}
+        others = [k for k in dims if k != dim]
+        nseries = 0
+        for i, (metric, label) in enumerate(HEADLINE):
+            ax = axes[i][j]
+            eff = grid_effects(rows, dims, metric, dim)
+            nseries = len(eff)
+
+            def rank(kv: Any, others: list[str] = others) -> tuple[int, ...]:
+                return tuple(order[k].get(v, -1) for k, v in zip(others, kv[0]))
+
+            drawn = False
+            for s_i, (key, by_x) in enumerate(sorted(eff.items(), key=rank)):
+                pts = [(xs[v], *by_x[v]) for v in values if v in by_x]
+                x = np.array([p[0] for p in pts])
+                m = np.array([p[1] for p in pts])
+                h = np.array([p[2] for p in pts])
+                drawn = drawn or bool(np.isfinite(m).any())
+                name = ", ".join(f"{_short(k)}={v}" for k, v in zip(others, key)) or "mean"
+                ax.errorbar(x, m, yerr=h, capsize=3, marker="o", ms=3, label=name, **_style(s_i))
+            if not drawn:
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no values (missing in every run)",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                    color="0.4",
+                )
+                ax.set_yticks([])
+            ax.set_xticks([xs[v] for v in values])
+            if numeric:
+                ax.set_xticklabels([str(v) for v in values], fontsize=7)
+            else:
+                ax.set_xticklabels([str(v) for v in values], rotation=30, ha="right", fontsize=7)
+            if i == len(HEADLINE) - 1:
+                ax.set_xlabel(_short(dim))
+            if j == 0:
+                ax.set_ylabel(label, fontsize=8)
+            ax.grid(True, alpha=0.3)
+        # One legend per column: in its top panel up to 12 series, below its bottom panel
+        # (20 rows per legend column) beyond.
+        if nseries <= MAX_SERIES:
+            axes[0][j].legend(fontsize=7)
+        else:
+            axes[-1][j].legend(
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.3),
+                fontsize=6,
+                ncol=math.ceil(nseries / 20),
+                frameon=False,
+            )
+    seeds = [k for k in grid if is_seed_key(k)]
+    n_seeds = len(grid[seeds[0]]) if seeds else 1
+    fig.suptitle(
+        f"{title}: mean over {n_seeds} seed(s), bars = 95% confidence interval"
+        if n_seeds > 1
+        else f"{title}: one run per point (no seed dimension, no interval)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Plot the comparison of the complete runs of a sweep folder; return the PNG paths."""
     check_plot_dir(out_dir)
@@ -235,11 +438,9 @@ def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     files = []
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
-    for r in runs:
-        _fct_cdf(axes[0], flows[r], label=r)
+    for i, r in enumerate(runs):
+        _fct_cdf(axes[0], flows[r], label=r, style=_style(i))
     axes[0].set_title("FCT CDF")
-    if len(runs) <= MAX_SERIES:
-        axes[0].legend(fontsize=7)
     stats = {r: size_bucket_stats(flows[r]) for r in runs}
     groups = [b[0] for b in SIZE_BUCKETS]
     for ax, key, title in [
@@ -248,22 +449,33 @@ def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     ]:
         _grouped_bars(ax, groups, {r: [b[key] for b in stats[r]] for r in runs}, title)
         ax.set_yscale("log")
-        if len(runs) <= MAX_SERIES:
+    if len(runs) <= MAX_SERIES:
+        for ax in axes:
             ax.legend(fontsize=7)
-    files.append(_save(fig, out / "comparison.png"))
+    else:
+        _legend(fig, axes[0], len(runs))
+    fig.tight_layout()
+    fig.savefig(out / "comparison.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    files.append(out / "comparison.png")
 
     fig, axes = plt.subplots(1, len(HEADLINE), figsize=(3.2 * len(HEADLINE), 4))
     for ax, (key, label) in zip(axes, HEADLINE):
-        vals = [r.get(key) for r in rows]
-        vals = [math.nan if v is None else float(v) for v in vals]
+        vals = [math.nan if _missing(r.get(key)) else float(r[key]) for r in rows]
         colors = [f"C{i % 10}" for i in range(len(runs))]  # same colors as comparison.png
-        ax.bar(range(len(runs)), [0 if math.isnan(v) else v for v in vals], color=colors)
+        ax.bar(range(len(runs)), vals, color=colors)
+        _na_marks(ax, [i for i, v in enumerate(vals) if math.isnan(v)])
         ax.set_xticks(range(len(runs)))
         ax.set_xticklabels(runs, rotation=60, ha="right", fontsize=7)
         ax.set_title(label, fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"sweep {Path(meta.get('sweep_file') or d).name}: headline metrics")
+    name = Path(meta.get("sweep_file") or d).name
+    fig.suptitle(f"sweep {name}: headline metrics")
     files.append(_save(fig, out / "headline.png"))
+    grid = dict(meta.get("grid") or {})
+    if meta.get("variants"):
+        grid = {"variant": list(meta["variants"]), **grid}
+    files.append(plot_grid(rows, grid, out / "grid.png", title=f"sweep {name}"))
     record_plots(out, files)
     return files
 

@@ -67,6 +67,42 @@ PORT_COLUMNS = [
 ]
 QUEUE_COLUMNS = ["t_us", "port", "prio", "bytes"]
 LINK_COLUMNS = ["t_us", "port", "tx_bytes", "utilization"]
+#: The packet trace (``packets.parquet``; ``output.trace_ports``/``trace_flows``).
+PACKET_COLUMNS = [
+    "t_ps",
+    "event",
+    "node",
+    "port",
+    "class",
+    "flow",
+    "seq",
+    "ack",
+    "size_bytes",
+    "payload_bytes",
+    "kind",
+    "flags",
+    "ecn",
+    "src",
+    "dst",
+    "queue_bytes",
+]
+_PACKET_TYPES = {
+    "t_ps": np.uint64,
+    "node": np.uint32,
+    "port": np.uint32,
+    "class": np.uint8,
+    "flow": np.uint32,
+    "seq": np.uint64,
+    "ack": np.uint64,
+    "size_bytes": np.uint32,
+    "payload_bytes": np.uint32,
+    "kind": np.uint8,
+    "flags": np.uint16,
+    "ecn": np.uint8,
+    "src": np.uint32,
+    "dst": np.uint32,
+    "queue_bytes": np.uint64,
+}
 
 
 def _col(x: Any) -> Any:
@@ -182,6 +218,16 @@ def _links_from_core(raw: Mapping[str, Any]) -> Table:
     }
 
 
+def _packets_from_core(raw: Mapping[str, Any]) -> Table:
+    c = {k: _col(v) for k, v in raw.items() if k not in ("lost", "limit", "event_names")}
+    c["size_bytes"] = c.pop("size")
+    c["payload_bytes"] = c.pop("payload")
+    names = np.asarray(raw["event_names"], dtype=object)
+    out: Table = {k: np.asarray(c[k], dtype=t) for k, t in _PACKET_TYPES.items()}
+    out["event"] = names[np.asarray(c["event"], dtype=np.intp)]
+    return {k: out[k] for k in PACKET_COLUMNS}
+
+
 def _rows(table: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(table.values()))) if table else 0
 
@@ -196,6 +242,7 @@ class Results:
         link_samples: link samples (empty columns if not sampled).
         counters: whole-run counters (events, drops by cause, sim end, wall time, ...).
         scenario: the normalized scenario (every default filled in), as a dict.
+        packets: the packet trace (``packets.parquet``), or None if the run traced nothing.
     """
 
     def __init__(
@@ -206,7 +253,9 @@ class Results:
         link_samples: Table,
         counters: dict[str, Any],
         scenario: dict[str, Any],
+        packets: Table | None = None,
     ) -> None:
+        self.packets = packets
         self.flows = flows
         self.ports = ports
         self.queue_samples = queue_samples
@@ -226,6 +275,21 @@ class Results:
         counters = dict(raw["counters"])
         counters["drops"] = dict(counters.get("drops", {}))
         scenario_json = raw.get("scenario_json") or "{}"
+        packets = None
+        if raw.get("trace") is not None:
+            tr = raw["trace"]
+            packets = _packets_from_core(tr)
+            counters["trace_events"] = _rows(packets)
+            counters["trace_events_lost"] = int(tr["lost"])
+            if tr["lost"]:
+                import warnings
+
+                warnings.warn(
+                    f"output.trace_limit: the packet trace stopped at {int(tr['limit'])} events; "
+                    f"{int(tr['lost'])} later events were not recorded (narrow output.trace_ports "
+                    "or output.trace_flows, or raise output.trace_limit)",
+                    stacklevel=2,
+                )
         return cls(
             flows=_flows_from_core(raw["flows"]),
             ports=_ports_from_core(raw["ports"], int(counters.get("sim_end_ps", 0))),
@@ -233,6 +297,7 @@ class Results:
             link_samples=_links_from_core(raw["link_samples"]),
             counters=counters,
             scenario=json.loads(scenario_json),
+            packets=packets,
         )
 
     @classmethod
@@ -261,6 +326,9 @@ class Results:
             link_samples=parquet("link.parquet", LINK_COLUMNS),
             counters=json.loads((d / "counters.json").read_text()),
             scenario=json.loads((d / "scenario.json").read_text()),
+            packets=parquet("packets.parquet", PACKET_COLUMNS)
+            if (d / "packets.parquet").is_file()
+            else None,
         )
         res._summary = _nan_from_null(json.loads((d / "summary.json").read_text()))
         return res
@@ -334,6 +402,9 @@ class Results:
         if self.has_link_samples:
             write_table(self.link_samples, LINK_COLUMNS, d / "link.parquet")
             names.append("link.parquet")
+        if self.packets is not None:
+            write_table(self.packets, PACKET_COLUMNS, d / "packets.parquet")
+            names.append("packets.parquet")
         write_json(self.counters, d / "counters.json")
         write_json(self.scenario, d / "scenario.json")
         write_json(self.summary(), d / "summary.json")

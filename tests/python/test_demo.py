@@ -38,5 +38,5 @@ def test_demo_small(
     assert lines[2].split()[:2] == ["dctcp", "60"]
     assert lines[3].split()[:2] == ["tcp", "60"]
     plots = sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
-    assert plots == ["comparison.png", "dcnsim-manifest.json", "headline.png"]
+    assert plots == ["comparison.png", "dcnsim-manifest.json", "grid.png", "headline.png"]
     assert (tmp_path / "out" / "sweep_summary.csv").is_file()

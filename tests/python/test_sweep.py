@@ -84,6 +84,7 @@ def test_sweep_run_skip_resume(tmp_path: Path, sweep_file: Path, cli: Any) -> No
     assert sorted(p.name for p in (out / "plots").iterdir()) == [
         "comparison.png",
         "dcnsim-manifest.json",
+        "grid.png",
         "headline.png",
     ]
 

@@ -28,6 +28,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod topology;
+pub mod trace;
 pub mod transport;
 pub mod units;
 pub mod workload;

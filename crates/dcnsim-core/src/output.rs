@@ -171,6 +171,18 @@ pub struct RunOutput {
     /// A resource limit that ended the run early (`stop_reason` is then `Error`); the
     /// results are incomplete and callers report this error instead of writing them.
     pub error: Option<crate::limits::RunError>,
+    /// The packet trace, when the scenario asks for one (`output.trace_ports`/`trace_flows`).
+    pub trace: Option<PacketTrace>,
+}
+
+/// The events of a run's packet trace, in the order they happened (`crate::trace`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PacketTrace {
+    pub events: Vec<crate::trace::TraceEvent>,
+    /// Events left out because the log held `output.trace_limit` events.
+    pub lost: u64,
+    /// `output.trace_limit`.
+    pub limit: u64,
 }
 
 /// Progress report handed to a callback during a run.

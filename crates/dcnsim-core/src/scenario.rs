@@ -280,6 +280,62 @@ pub struct OutputSpec {
     /// Check byte conservation of every flow at its receiver (slower; for tests).
     #[serde(default)]
     pub audit: bool,
+    /// Ports whose packets are traced (`packets.parquet`, `crate::trace`): "switch", "host",
+    /// "all" or port ids; absent: every port when `trace_flows` is given, else no tracing.
+    #[serde(default)]
+    pub trace_ports: Option<PortSelection>,
+    /// Flows whose packets are traced (flow ids); absent: every flow at the traced ports.
+    #[serde(default)]
+    pub trace_flows: Option<Vec<u32>>,
+    /// Most trace events recorded; later ones are counted, not kept.
+    #[serde(default = "d_trace_limit")]
+    pub trace_limit: u64,
+}
+
+fn d_trace_limit() -> u64 {
+    crate::trace::DEFAULT_TRACE_EVENTS
+}
+
+impl OutputSpec {
+    /// Packet tracing is on.
+    pub fn tracing(&self) -> bool {
+        self.trace_ports.is_some() || self.trace_flows.is_some()
+    }
+}
+
+/// Checks of the packet-trace fields of `[output]`.
+fn check_trace(output: &OutputSpec, nports: u32) -> Result<(), ScenarioError> {
+    match &output.trace_ports {
+        Some(PortSelection::Named(n)) if !["switch", "host", "all"].contains(&n.as_str()) => {
+            return Err(FieldError::invalid(
+                "output.trace_ports",
+                format!("unknown selection '{n}'"),
+                "use \"switch\", \"host\", \"all\" or a list of port ids",
+            )
+            .into());
+        }
+        Some(PortSelection::Ids(ids)) => {
+            if let Some(bad) = ids.iter().find(|&&i| i >= nports) {
+                return Err(FieldError::invalid(
+                    "output.trace_ports",
+                    format!("port {bad} does not exist (there are {nports})"),
+                    "use ids from ports.csv",
+                )
+                .into());
+            }
+        }
+        _ => {}
+    }
+    let max = crate::trace::MAX_TRACE_EVENTS;
+    if output.trace_limit == 0 || output.trace_limit > max {
+        return Err(FieldError::invalid(
+            "output.trace_limit",
+            format!("{} is outside 1..={max}", output.trace_limit),
+            "trace fewer ports or flows (trace_ports, trace_flows) and give a limit within the range",
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// A validated scenario, ready to run (any number of times).
@@ -666,6 +722,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             FieldError::invalid("output.sample_interval", "must be > 0", "give e.g. \"100us\" or remove it").into()
         );
     }
+    check_trace(&output, topology.links.len() as u32 * 2)?;
     match &output.sample_ports {
         PortSelection::Named(n) if !["switch", "host", "all"].contains(&n.as_str()) => {
             return Err(FieldError::invalid(

@@ -154,6 +154,8 @@ pub struct Sim<'a> {
     failure: Option<RunError>,
     /// The transport runs switch-side agents ([`Transport::wants_switch_packets`]).
     switch_agents: bool,
+    /// The packet trace's log, shared with the traced ports' policies (`crate::trace`).
+    trace: Option<crate::trace::SharedLog>,
 }
 
 impl<'a> Sim<'a> {
@@ -177,6 +179,7 @@ impl<'a> Sim<'a> {
         let salt = sc.rng(streams::ROUTING).next_u64();
         let mut net = Network::build(&sc.topology, &sc.queue, salt, sc.rng(streams::QUEUE).next_u64());
         net.memoize_flow_routes(&specs.iter().map(|f| (f.src, f.dst)).collect::<Vec<_>>());
+        let trace = sc.output.tracing().then(|| trace_ports(sc, &mut net));
         let mss = sc.network.mtu.0 - sc.network.header.0;
         let mut flows = Vec::with_capacity(specs.len());
         let mut ideal = Vec::with_capacity(specs.len());
@@ -291,6 +294,7 @@ impl<'a> Sim<'a> {
             nic_limit: sc.run.nic_queue_limit.0,
             failure: None,
             switch_agents,
+            trace,
         }
     }
 
@@ -918,8 +922,50 @@ impl<'a> Sim<'a> {
             scenario_json: sc.to_json(),
             audit_errors: self.audit_errors,
             error: self.failure,
+            trace: self.trace.map(|log| {
+                let log = log.take();
+                crate::output::PacketTrace { events: log.events, lost: log.lost, limit: sc.output.trace_limit }
+            }),
         }
     }
+}
+
+/// Wrap the policies of the ports `output.trace_ports` selects (every port when only
+/// `trace_flows` is given) in [`crate::trace::Traced`], recording into one new log.
+fn trace_ports(sc: &Scenario, net: &mut Network) -> crate::trace::SharedLog {
+    use crate::trace::{FlowFilter, SharedLog, TraceLog, Traced};
+    let log: SharedLog = std::rc::Rc::new(std::cell::RefCell::new(TraceLog::new(sc.output.trace_limit)));
+    let filter = match &sc.output.trace_flows {
+        Some(v) => {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v.dedup();
+            FlowFilter::Only(v)
+        }
+        None => FlowFilter::All,
+    };
+    let all = PortSelection::Named("all".into());
+    let sel = sc.output.trace_ports.as_ref().unwrap_or(&all);
+    for (i, pt) in net.ports.iter_mut().enumerate() {
+        let host = sc.topology.is_host(pt.node);
+        let chosen = match sel {
+            PortSelection::Ids(v) => v.contains(&(i as u32)),
+            PortSelection::Named(s) => match s.as_str() {
+                "host" => host,
+                "all" => true,
+                _ => !host,
+            },
+        };
+        if chosen {
+            let inner = std::mem::replace(
+                &mut pt.disc,
+                Box::new(crate::queue::priority::PriorityEcn::new(crate::units::Bytes(0), 1, vec![None], false)),
+            );
+            pt.disc = Box::new(Traced::new(inner, log.clone(), filter.clone(), i as u32, pt.node));
+            pt.passthrough = 0;
+        }
+    }
+    log
 }
 
 /// Bytes a port lost: dropped, and cut off by trimming.

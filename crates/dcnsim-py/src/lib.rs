@@ -24,7 +24,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dcnsim_core::output::{Counters, FlowTable, LinkSamples, PortTable, Progress, QueueSamples, RunOutput};
+use dcnsim_core::output::{
+    Counters, FlowTable, LinkSamples, PacketTrace, PortTable, Progress, QueueSamples, RunOutput,
+};
 use dcnsim_core::{Format, RunError, Scenario, ScenarioError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -274,6 +276,37 @@ fn link_dict<'py>(py: Python<'py>, l: &LinkSamples) -> PyResult<Bound<'py, PyDic
     Ok(d)
 }
 
+/// The packet trace's columns (one entry per event), and `lost`/`limit` as integers.
+fn trace_dict<'py>(py: Python<'py>, t: &PacketTrace) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let e = &t.events;
+    macro_rules! col {
+        ($name:expr, $f:expr) => {
+            d.set_item($name, column(py, &e.iter().map($f).collect::<Vec<_>>()))?;
+        };
+    }
+    col!("t_ps", |x| x.t.0);
+    col!("event", |x| x.event as u8);
+    col!("node", |x| x.node);
+    col!("port", |x| x.port);
+    col!("class", |x| x.class);
+    col!("flow", |x| x.flow);
+    col!("seq", |x| x.seq);
+    col!("ack", |x| x.ack);
+    col!("size", |x| x.size);
+    col!("payload", |x| x.payload);
+    col!("kind", |x| x.kind);
+    col!("flags", |x| x.flags as u32);
+    col!("ecn", |x| x.ecn as u8);
+    col!("src", |x| x.src);
+    col!("dst", |x| x.dst);
+    col!("queue_bytes", |x| x.queue_bytes);
+    d.set_item("lost", t.lost)?;
+    d.set_item("limit", t.limit)?;
+    d.set_item("event_names", PyList::new(py, dcnsim_core::trace::EventKind::NAMES)?)?;
+    Ok(d)
+}
+
 fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("events", c.events)?;
@@ -305,6 +338,9 @@ fn output_dict<'py>(py: Python<'py>, out: &RunOutput) -> PyResult<Bound<'py, PyD
     d.set_item("link_samples", link_dict(py, &out.link_samples)?)?;
     d.set_item("counters", counters_dict(py, &out.counters)?)?;
     d.set_item("scenario_json", &out.scenario_json)?;
+    if let Some(t) = &out.trace {
+        d.set_item("trace", trace_dict(py, t)?)?;
+    }
     Ok(d)
 }
 

@@ -39,6 +39,9 @@ pub struct PortEffects {
     pub trims: u64,
     /// Bytes the trims removed (wire size before minus after), for the port's byte balance.
     pub trimmed_bytes: u64,
+    /// Packets already queued (not the offered one) whose payload this enqueue cut, for the
+    /// packet trace (`crate::trace`); pushed only when a trim happens.
+    pub trimmed_queued: Vec<PktIdx>,
 }
 
 impl PortEffects {
@@ -46,6 +49,7 @@ impl PortEffects {
         self.drops.clear();
         self.trims = 0;
         self.trimmed_bytes = 0;
+        self.trimmed_queued.clear();
     }
 }
 

@@ -206,6 +206,9 @@ impl QueueDisc for NdpTrim {
             if self.tail_p > 0.0 && self.rng.f64() < self.tail_p {
                 if let Some(cut) = self.trim_tail(size, pkts) {
                     fx.trimmed_bytes += cut;
+                    if let Some((tail, _)) = self.q.back_class(HDR) {
+                        fx.trimmed_queued.push(tail);
+                    }
                     self.q.push_back(DATA, idx, size);
                     return;
                 }
@@ -410,6 +413,8 @@ mod tests {
         assert_eq!(fx.trims, 1);
         assert!(fx.drops.is_empty());
         let tail = queued[7];
+        // The queued packet it cut is reported (the packet trace logs it).
+        assert_eq!(fx.trimmed_queued, vec![tail]);
         let h = a.get(tail);
         assert!(h.flags.has(PacketFlags::TRIMMED) && h.flags.has(PacketFlags::DATA));
         assert_eq!((h.size, h.payload, h.prio, h.seq), (64, 0, 0, 7 * 1460));
