@@ -44,7 +44,7 @@ pub mod window;
 pub use arbitration::{arbiter, pase};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost, rpo};
-pub use window::{d2tcp, hpcc, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
+pub use window::{d2tcp, hpcc, iatcp, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};

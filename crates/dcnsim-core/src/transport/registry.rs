@@ -9,6 +9,7 @@ use super::d2tcp::D2tcpConfigError;
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
 use super::hpcc::{Hpcc, HpccConfigError};
+use super::iatcp::IatcpConfigError;
 use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
@@ -46,6 +47,7 @@ pub const PROTOCOLS: &[&str] = &[
     "pase",
     "rpo",
     "hpcc",
+    "iatcp",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -87,6 +89,8 @@ pub enum TransportError {
     Rpo(RpoConfigError),
     /// The HPCC configuration is invalid.
     Hpcc(HpccConfigError),
+    /// The IA-TCP configuration is invalid.
+    Iatcp(IatcpConfigError),
 }
 
 impl TransportError {
@@ -110,6 +114,7 @@ impl TransportError {
             TransportError::Pase(e) => e.field(),
             TransportError::Rpo(e) => e.field(),
             TransportError::Hpcc(e) => e.field(),
+            TransportError::Iatcp(e) => e.field(),
         }
     }
 }
@@ -137,6 +142,7 @@ impl fmt::Display for TransportError {
             TransportError::Pase(e) => write!(f, "{e}"),
             TransportError::Rpo(e) => write!(f, "{e}"),
             TransportError::Hpcc(e) => write!(f, "{e}"),
+            TransportError::Iatcp(e) => write!(f, "{e}"),
         }
     }
 }
@@ -196,6 +202,7 @@ pub fn build_seeded(
         "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
         "hpcc" => Ok(Box::new(Hpcc::from_config(cfg, net).map_err(TransportError::Hpcc)?)),
+        "iatcp" => Ok(Box::new(super::iatcp::from_config(cfg, net, seed).map_err(TransportError::Iatcp)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

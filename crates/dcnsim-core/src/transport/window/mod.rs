@@ -10,6 +10,7 @@
 
 pub mod d2tcp;
 pub mod hpcc;
+pub mod iatcp;
 pub mod ictcp;
 pub mod l2dct;
 pub mod pfabric;
