@@ -789,4 +789,9 @@ impl Scenario {
     pub fn flows(&self) -> Vec<workload::FlowSpec> {
         self.workload.generate(&mut self.rng(streams::WORKLOAD))
     }
+
+    /// The workload's flows with its barrier rounds (see `workload::Workload::plan`).
+    pub fn flow_plan(&self) -> workload::FlowPlan {
+        self.workload.plan(&mut self.rng(streams::WORKLOAD))
+    }
 }
