@@ -379,8 +379,8 @@ def round_stats(flows: Mapping[str, np.ndarray]) -> dict[str, Any]:
     t = round_table(flows)
     q = t["qct_us"][np.isfinite(t["qct_us"])]
     return {
-        "rounds": int(len(t["round"])),
-        "rounds_finished": int(len(q)),
+        "rounds": len(t["round"]),
+        "rounds_finished": len(q),
         "round_qct_avg_us": _mean(q),
         "round_qct_p50_us": percentile(q, 50),
         "round_qct_p99_us": percentile(q, 99),

@@ -29,7 +29,12 @@ RTO_MIN_US = 200_000.0
 
 def _scenario(protocol: str, workload: dict[str, Any], **transport: Any) -> dict[str, Any]:
     return {
-        "topology": {"kind": "single_switch", "hosts": 5, "host_rate": "1Gbps", "host_delay": "25us"},
+        "topology": {
+            "kind": "single_switch",
+            "hosts": 5,
+            "host_rate": "1Gbps",
+            "host_delay": "25us",
+        },
         "network": {"buffer": "96KB"},
         "transport": {"protocol": protocol, **transport},
         "workload": [workload],
@@ -67,7 +72,7 @@ def test_barrier_rounds_through_the_python_api_hand_computed() -> None:
 
 
 _BARRIER = {"pattern": "incast", "receiver": 0, "senders": 2, "rounds": 2, "barrier": True}
-_SCHEDULED = {"pattern": "incast", "receiver": 0, "senders": 2, "rounds": 2, "round_interval": "1ms"}
+_SCHEDULED = {**_BARRIER, "barrier": False, "round_interval": "1ms"}
 
 
 @pytest.mark.parametrize(
