@@ -334,6 +334,8 @@ def summarize(
     s["avg_link_utilization"] = _mean(np.asarray(util)) if util is not None else math.nan
     s.update(bottleneck_stats(flows, link_samples, queue_samples))
 
+    s.update(round_stats(flows))
+
     events = int(counters.get("events", 0))
     wall = float(counters.get("wall_s", math.nan))
     s["events"] = events
@@ -352,6 +354,61 @@ def summarize(
     s["arb_msgs_sent"] = arb
     s["arb_msgs_per_s"] = arb / (end_ps / 1e12) if end_ps > 0 else math.nan
     return s
+
+
+def round_table(flows: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One row per barrier round (``incast`` with ``barrier = true``), by round id.
+
+    Columns: ``round``; ``start_us`` (the round's start); ``end_us`` (the last byte of its
+    last flow, NaN if a flow of it is unfinished or abandoned); ``qct_us`` (query completion
+    time, ``end_us - start_us``); ``flows``; ``timeouts`` (sum over its flows). Empty
+    without barrier rounds.
+    """
+    empty = {
+        "round": np.zeros(0, dtype=np.int64),
+        "start_us": np.zeros(0),
+        "end_us": np.zeros(0),
+        "qct_us": np.zeros(0),
+        "flows": np.zeros(0, dtype=np.int64),
+        "timeouts": np.zeros(0, dtype=np.int64),
+    }
+    if "round" not in flows:
+        return empty
+    rid = np.asarray(flows["round"], dtype=np.int64)
+    sel = rid >= 0
+    if not sel.any():
+        return empty
+    ids = np.unique(rid[sel])
+    start = np.asarray(flows["round_start_us"], dtype=np.float64)
+    fin = np.asarray(flows["finish_us"], dtype=np.float64)
+    ok = np.asarray(flows["finished"], dtype=bool)
+    tmo = np.asarray(flows["timeouts"], dtype=np.int64)
+    out = {k: [] for k in empty}
+    for r in ids:
+        m = rid == r
+        st = float(start[m][0])
+        end = float(np.max(fin[m])) if bool(ok[m].all()) else math.nan
+        out["round"].append(int(r))
+        out["start_us"].append(st)
+        out["end_us"].append(end)
+        out["qct_us"].append(end - st)
+        out["flows"].append(int(m.sum()))
+        out["timeouts"].append(int(tmo[m].sum()))
+    return {k: np.asarray(v, dtype=empty[k].dtype) for k, v in out.items()}
+
+
+def round_stats(flows: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Summary keys of the barrier rounds (see :func:`round_table`)."""
+    t = round_table(flows)
+    q = t["qct_us"][np.isfinite(t["qct_us"])]
+    return {
+        "rounds": len(t["round"]),
+        "rounds_finished": len(q),
+        "round_qct_avg_us": _mean(q),
+        "round_qct_p50_us": percentile(q, 50),
+        "round_qct_p99_us": percentile(q, 99),
+        "round_qct_max_us": percentile(q, 100),
+    }
 
 
 def json_safe(value: Any) -> Any:

@@ -46,6 +46,8 @@ FLOW_COLUMNS = [
     "finished",
     "aborted",
     "met_deadline",
+    "round",
+    "round_start_us",
 ]
 PORT_COLUMNS = [
     "id",
@@ -141,7 +143,7 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
         "src": np.asarray(c["src"], dtype=np.uint32),
         "dst": np.asarray(c["dst"], dtype=np.uint32),
         "size_bytes": np.asarray(c["size"], dtype=np.uint64),
-        "start_us": _us(c["start_ps"], none_is_nan=False),
+        "start_us": _us(c["start_ps"]),
         "finish_us": _us(finish),
         "fct_us": fct,
         "ideal_fct_us": ideal,
@@ -162,7 +164,21 @@ def _flows_from_core(raw: Mapping[str, Any]) -> Table:
         "finished": finished,
         "aborted": aborted,
         "met_deadline": met,
+        "round": _round_ids(c, len(ideal)),
+        "round_start_us": _us(c["round_start_ps"])
+        if "round_start_ps" in c
+        else np.full(len(ideal), math.nan),
     }
+
+
+def _round_ids(c: Mapping[str, Any], n: int) -> np.ndarray:
+    """Barrier round of each flow as int64, -1 outside barrier rounds."""
+    if "round" not in c:
+        return np.full(n, -1, dtype=np.int64)
+    r = np.asarray(c["round"], dtype=np.uint32)
+    out = r.astype(np.int64)
+    out[r == np.iinfo(np.uint32).max] = -1
+    return out
 
 
 def _ports_from_core(raw: Mapping[str, Any], sim_end_ps: int) -> Table:

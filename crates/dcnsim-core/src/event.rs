@@ -29,6 +29,9 @@ pub enum Event {
     Sample,
     /// The application abandons flow `flow` if it is still incomplete (`run.abort_at_deadline`).
     Abort { flow: u32 },
+    /// Flow `flow` of a barrier round arrives (its round was released when the previous
+    /// round ended).
+    Start { flow: u32 },
 }
 
 /// An event outside the wheel (timers, flow arrivals, samples, and link events too far

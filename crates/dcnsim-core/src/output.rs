@@ -33,6 +33,12 @@ pub struct FlowTable {
     pub deadline_ps: Vec<u64>,
     /// The application abandoned the flow at its deadline (`run.abort_at_deadline`).
     pub aborted: Vec<bool>,
+    /// Barrier round of the flow (numbered across the barrier components in order);
+    /// `u32::MAX` for a flow outside barrier rounds.
+    pub round: Vec<u32>,
+    /// Start of the flow's barrier round; `u64::MAX` outside barrier rounds or for a round
+    /// that never started.
+    pub round_start_ps: Vec<u64>,
 }
 
 /// Static description of every egress port.

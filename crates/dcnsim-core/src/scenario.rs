@@ -560,6 +560,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         credit: credit.clone(),
         nic: NicConfig { qdisc: host.nic_qdisc, quantum: host.nic_quantum.unwrap_or(network.mtu) },
         int: false,
+        window_stamp: None,
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
@@ -710,6 +711,8 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     }
     let queue = QueueConfig {
         int: derived.int,
+        // A per-port maximum window for a protocol that reads it, counted per largest base RTT.
+        window_stamp: derived.window_stamp.then_some(max_rtt.max(Time(1))),
         crossmark: network.crossmark.clone(),
         ecn_k: ecn_k.into_iter().map(Some).collect(),
         ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
@@ -841,6 +844,10 @@ impl Scenario {
             // Only runs with in-band telemetry say so (other runs' scenario.json is unchanged).
             v["derived"]["int"] = serde_json::Value::Bool(true);
         }
+        if let Some(p) = self.queue.window_stamp {
+            // Only runs with window stamping say so.
+            v["derived"]["window_stamp_period_ps"] = serde_json::json!(p.0);
+        }
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 
@@ -852,5 +859,10 @@ impl Scenario {
     /// The workload's flows (deterministic in the seed).
     pub fn flows(&self) -> Vec<workload::FlowSpec> {
         self.workload.generate(&mut self.rng(streams::WORKLOAD))
+    }
+
+    /// The workload's flows with its barrier rounds (see `workload::Workload::plan`).
+    pub fn flow_plan(&self) -> workload::FlowPlan {
+        self.workload.plan(&mut self.rng(streams::WORKLOAD))
     }
 }

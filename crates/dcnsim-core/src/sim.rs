@@ -115,6 +115,15 @@ pub struct Sim<'a> {
     /// With `run.abort_at_deadline`: the flows the application abandoned at their deadline.
     aborted: Option<Vec<bool>>,
     next_flow: usize,
+    /// Flows `0..open_end` arrive on schedule (in order); the rest belong to barrier rounds.
+    open_end: usize,
+    /// Barrier round of each flow (`u32::MAX`: none); empty without barrier rounds.
+    gate: Vec<u32>,
+    rounds: Vec<RoundState>,
+    /// Start offset of each flow within its barrier round (empty without barrier rounds).
+    offsets: Vec<Time>,
+    /// Flows of barrier rounds that have not arrived yet.
+    gated_unstarted: u64,
     fg_total: u64,
     fg_done: u64,
     /// Every foreground flow has arrived and completed and the run stops when done
@@ -160,7 +169,41 @@ pub struct Sim<'a> {
 
 impl<'a> Sim<'a> {
     pub fn new(sc: &'a Scenario) -> Sim<'a> {
-        Sim::with_flows(sc, sc.flows())
+        Sim::with_plan(sc, sc.flow_plan(), build_transport(sc))
+    }
+
+    /// A run of `sc` with a given flow plan (open-loop flows sorted by start time, then the
+    /// barrier rounds' flows it describes) and transport object.
+    pub fn with_plan(sc: &'a Scenario, plan: crate::workload::FlowPlan, transport: Box<dyn Transport>) -> Sim<'a> {
+        let n = plan.flows.len();
+        let mut sim = Sim::with_parts(sc, plan.flows, transport);
+        if plan.chains.is_empty() {
+            return sim;
+        }
+        sim.gate = vec![u32::MAX; n];
+        sim.offsets = vec![Time::ZERO; n];
+        sim.open_end = plan.chains.iter().map(|c| c.first).min().unwrap_or(n);
+        for ch in &plan.chains {
+            let base = sim.rounds.len();
+            for r in 0..ch.rounds {
+                let first = ch.first + r * ch.per_round;
+                let idx = sim.rounds.len() as u32;
+                for (k, f) in (first..first + ch.per_round).enumerate() {
+                    sim.gate[f] = idx;
+                    sim.offsets[f] = ch.offsets[r * ch.per_round + k];
+                }
+                sim.rounds.push(RoundState {
+                    first,
+                    count: ch.per_round,
+                    remaining: ch.per_round,
+                    start: if r == 0 { ch.start } else { Time::MAX },
+                    gap: ch.gap,
+                    next: (r + 1 < ch.rounds).then_some(base + r + 1),
+                });
+            }
+        }
+        sim.gated_unstarted = (n - sim.open_end) as u64;
+        sim
     }
 
     /// A run of `sc`'s network and transport with a given flow list instead of the
@@ -270,6 +313,11 @@ impl<'a> Sim<'a> {
             },
             flows,
             next_flow: 0,
+            open_end: n,
+            gate: Vec::new(),
+            rounds: Vec::new(),
+            offsets: Vec::new(),
+            gated_unstarted: 0,
             fg_total,
             fg_done: 0,
             all_done: false,
@@ -322,8 +370,14 @@ impl<'a> Sim<'a> {
     /// not exhaust memory).
     pub fn run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
         let wall = Instant::now();
-        if let Some(f) = self.flows.first() {
-            self.q.push(f.start, Event::FlowArrival);
+        if self.open_end > 0 {
+            self.q.push(self.flows[0].start, Event::FlowArrival);
+        }
+        // The first round of every barrier chain starts on schedule.
+        for r in 0..self.rounds.len() {
+            if self.rounds[r].start != Time::MAX {
+                self.release(r, self.rounds[r].start);
+            }
         }
         if let Some(s) = &self.sampler {
             self.q.push(s.interval, Event::Sample);
@@ -394,6 +448,10 @@ impl<'a> Sim<'a> {
                 Event::FlowArrival => self.flow_arrival(t),
                 Event::Sample => self.sample(t),
                 Event::Abort { flow } => self.abort(t, flow as usize),
+                Event::Start { flow } => {
+                    self.gated_unstarted -= 1;
+                    self.start_one(t, flow as usize)
+                }
             }
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
             // once every foreground flow is done (the end condition is then checked each time).
@@ -456,7 +514,7 @@ impl<'a> Sim<'a> {
         // The queue ran dry: done, unless foreground flows never finished.
         let reason = reason.unwrap_or(if self.failure.is_some() {
             StopReason::Error
-        } else if self.fg_done < self.fg_total || self.next_flow < self.flows.len() {
+        } else if self.fg_done < self.fg_total || self.next_flow < self.open_end || self.gated_unstarted > 0 {
             StopReason::Stalled
         } else {
             StopReason::Done
@@ -677,6 +735,42 @@ impl<'a> Sim<'a> {
     fn flow_arrival(&mut self, now: Time) {
         let f = self.next_flow;
         self.next_flow += 1;
+        self.start_one(now, f);
+        if self.next_flow < self.open_end {
+            self.q.push(self.flows[self.next_flow].start.max(now), Event::FlowArrival);
+        }
+    }
+
+    /// Barrier round `r` starts at `at`: each of its flows arrives at `at` plus its offset.
+    fn release(&mut self, r: usize, at: Time) {
+        let rs = &mut self.rounds[r];
+        rs.start = at;
+        for f in rs.first..rs.first + rs.count {
+            let t = Time(at.0.saturating_add(self.offsets[f].0));
+            self.flows[f].start = t;
+            self.q.push(t, Event::Start { flow: f as u32 });
+        }
+    }
+
+    /// Flow `f` completed or was abandoned at `now`: if it was the last of its barrier round,
+    /// the next round starts after the gap.
+    fn round_flow_done(&mut self, now: Time, f: usize) {
+        let Some(&r) = self.gate.get(f) else { return };
+        if r == u32::MAX {
+            return;
+        }
+        let rs = &mut self.rounds[r as usize];
+        rs.remaining -= 1;
+        if rs.remaining == 0 {
+            if let Some(nx) = rs.next {
+                let at = Time(now.0.saturating_add(rs.gap.0));
+                self.release(nx, at);
+            }
+        }
+    }
+
+    /// Flow `f` arrives at its source at `now`.
+    fn start_one(&mut self, now: Time, f: usize) {
         if !self.flows[f].background {
             self.in_system_change(now, true);
         }
@@ -688,9 +782,6 @@ impl<'a> Sim<'a> {
         self.transport.start_flow(&mut ctx, f as FlowId);
         self.apply(now, host, &mut out);
         self.actions = out;
-        if let Some(n) = self.flows.get(self.next_flow) {
-            self.q.push(n.start.max(now), Event::FlowArrival);
-        }
         let fl = &self.flows[f];
         if let (Some(_), Some(d), false) = (&self.aborted, fl.deadline, fl.background) {
             // One picosecond after the deadline, so a flow finishing exactly at it has met it.
@@ -717,6 +808,7 @@ impl<'a> Sim<'a> {
         self.in_system_change(now, false);
         self.fg_done += 1;
         self.update_all_done();
+        self.round_flow_done(now, f);
     }
 
     /// Carry out a transport's actions at `host`.
@@ -773,6 +865,9 @@ impl<'a> Sim<'a> {
                 self.fg_done += 1;
                 self.update_all_done();
             }
+            if !self.gate.is_empty() {
+                self.round_flow_done(now, fi);
+            }
             if let Some(a) = &self.audit {
                 if !a[fi].covers(self.flows[fi].size.0) {
                     self.audit_errors.push(format!(
@@ -801,7 +896,8 @@ impl<'a> Sim<'a> {
     fn update_all_done(&mut self) {
         self.all_done = self.fg_total > 0
             && self.fg_done == self.fg_total
-            && self.next_flow >= self.flows.len()
+            && self.next_flow >= self.open_end
+            && self.gated_unstarted == 0
             && self.sc.run.stop_when_done;
         if self.all_done {
             self.check_at = 0;
@@ -835,7 +931,10 @@ impl<'a> Sim<'a> {
             s.link.tx_bytes.push(tx);
             s.link.utilization.push(tx as f64 * 8.0 / (pt.rate.0 as f64 * secs));
         }
-        let done = self.fg_total > 0 && self.fg_done == self.fg_total && self.next_flow >= self.flows.len();
+        let done = self.fg_total > 0
+            && self.fg_done == self.fg_total
+            && self.next_flow >= self.open_end
+            && self.gated_unstarted == 0;
         if !done {
             let at = now + s.interval;
             self.q.push(at, Event::Sample);
@@ -852,7 +951,10 @@ impl<'a> Sim<'a> {
             ft.src.push(f.src);
             ft.dst.push(f.dst);
             ft.size.push(f.size.0);
-            ft.start_ps.push(f.start.0);
+            // A flow of a barrier round that never started has no start time.
+            let unstarted =
+                self.gate.get(i).is_some_and(|&r| r != u32::MAX && self.rounds[r as usize].start == Time::MAX);
+            ft.start_ps.push(if unstarted { u64::MAX } else { f.start.0 });
             ft.finish_ps.push(self.finish[i]);
             ft.fct_ps.push(if self.finish[i] == u64::MAX { u64::MAX } else { self.finish[i] - f.start.0 });
             ft.ideal_fct_ps.push(self.ideal[i].0);
@@ -866,6 +968,10 @@ impl<'a> Sim<'a> {
             ft.background.push(f.background);
             ft.deadline_ps.push(f.deadline.map(|d| d.0).unwrap_or(u64::MAX));
             ft.aborted.push(self.aborted.as_ref().is_some_and(|a| a[i]));
+            let round = self.gate.get(i).copied().unwrap_or(u32::MAX);
+            ft.round.push(round);
+            let rs = self.rounds.get(round as usize).map_or(Time::MAX, |r| r.start);
+            ft.round_start_ps.push(rs.0);
         }
         debug_assert_eq!(ft.id.len(), n);
         let mut pt = PortTable::default();
@@ -966,6 +1072,22 @@ fn trace_ports(sc: &Scenario, net: &mut Network) -> crate::trace::SharedLog {
         }
     }
     log
+}
+
+/// One barrier round in the runner.
+#[derive(Clone, Copy, Debug)]
+struct RoundState {
+    /// Its flows: `first .. first + count`.
+    first: usize,
+    count: usize,
+    /// Flows not yet completed (or abandoned).
+    remaining: usize,
+    /// Its start (`Time::MAX` until released).
+    start: Time,
+    /// Gap before the next round.
+    gap: Time,
+    /// The round after it.
+    next: Option<usize>,
 }
 
 /// Bytes a port lost: dropped, and cut off by trimming.

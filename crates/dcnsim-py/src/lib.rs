@@ -235,6 +235,8 @@ fn flows_dict<'py>(py: Python<'py>, f: &FlowTable) -> PyResult<Bound<'py, PyDict
     d.set_item("background", column(py, &f.background))?;
     d.set_item("deadline_ps", column(py, &f.deadline_ps))?;
     d.set_item("aborted", column(py, &f.aborted))?;
+    d.set_item("round", column(py, &f.round))?;
+    d.set_item("round_start_ps", column(py, &f.round_start_ps))?;
     Ok(d)
 }
 

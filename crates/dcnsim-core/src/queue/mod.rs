@@ -21,6 +21,7 @@ pub mod pfabric;
 pub mod priority;
 pub mod selective;
 pub mod trim;
+pub mod winstamp;
 
 use crate::host::NicQdisc;
 use crate::packet::{PacketArena, PktIdx};
@@ -159,6 +160,10 @@ pub struct QueueConfig {
     /// Wrap every switch port's policy in [`int::IntStamp`] (in-band telemetry), because the
     /// run's protocol reads it (`transport::Derived::int`).
     pub int: bool,
+    /// Wrap every switch port's policy in [`winstamp::WindowStamp`] (a per-port maximum window
+    /// stamped into data packets, counting flows per this period), because the run's protocol
+    /// reads it (`transport::Derived::window_stamp`). `None`: no stamping.
+    pub window_stamp: Option<Time>,
 }
 
 /// How host NICs queue (`host.nic_qdisc`, `host.nic_quantum`; see `crate::host`).
@@ -218,9 +223,16 @@ impl QueuePolicyKind {
 }
 
 /// Build the queue discipline of the port described by `port`: the configured policy, wrapped
-/// in the INT stamper at switch ports when `cfg.int` is set.
+/// in the maximum-window stamper at switch ports when `cfg.window_stamp` is set, and in the INT
+/// stamper when `cfg.int` is set.
 pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
     let q = build_policy(cfg, port);
+    let q: Box<dyn QueueDisc> = match cfg.window_stamp {
+        Some(period) if port.role == PortRole::Switch => {
+            Box::new(winstamp::WindowStamp::new(q, cfg.buffer, port.rate, period))
+        }
+        _ => q,
+    };
     if cfg.int && port.role == PortRole::Switch {
         Box::new(int::IntStamp::new(q, port.rate))
     } else {

@@ -47,7 +47,7 @@ pub mod window;
 pub use arbitration::{arbiter, pase};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost, rpo};
-pub use window::{d2tcp, hpcc, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
+pub use window::{d2tcp, hpcc, iatcp, ictcp, l2dct, m21tcp, pfabric, pias, ppt, ptcp, rc3, swift};
 
 use crate::host::HostSpec;
 use crate::packet::{FlowId, NodeId, Packet};
@@ -76,6 +76,10 @@ pub struct Derived {
     /// The protocol reads in-band telemetry: every switch port stamps an INT record into the
     /// data packets it sends (`queue::int`). Shown in `scenario.json` as `derived.int`.
     pub int: bool,
+    /// The protocol reads a per-port maximum window that every switch port stamps into the
+    /// data packets it is offered (`queue::winstamp`, M21TCP). Shown in `scenario.json` as
+    /// `derived.window_stamp_period_ps` (the flow-counting period: the largest base RTT).
+    pub window_stamp: bool,
 }
 
 /// What the application handed to the transport, plus path facts the runner computed.

@@ -9,8 +9,10 @@ use super::d2tcp::D2tcpConfigError;
 use super::expresspass::{ExpressPass, ExpressPassConfigError};
 use super::homa::{Homa, HomaConfigError};
 use super::hpcc::{Hpcc, HpccConfigError};
+use super::iatcp::IatcpConfigError;
 use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
+use super::m21tcp::M21tcpConfigError;
 use super::ndp::{Ndp, NdpConfigError};
 use super::pase::{Pase, PaseConfigError};
 use super::pfabric::{Pfabric, PfabricConfigError};
@@ -46,6 +48,8 @@ pub const PROTOCOLS: &[&str] = &[
     "pase",
     "rpo",
     "hpcc",
+    "iatcp",
+    "m21tcp",
 ];
 
 /// Errors building a transport from its scenario table.
@@ -87,6 +91,10 @@ pub enum TransportError {
     Rpo(RpoConfigError),
     /// The HPCC configuration is invalid.
     Hpcc(HpccConfigError),
+    /// The IA-TCP configuration is invalid.
+    Iatcp(IatcpConfigError),
+    /// The M21TCP configuration is invalid.
+    M21tcp(M21tcpConfigError),
 }
 
 impl TransportError {
@@ -110,6 +118,8 @@ impl TransportError {
             TransportError::Pase(e) => e.field(),
             TransportError::Rpo(e) => e.field(),
             TransportError::Hpcc(e) => e.field(),
+            TransportError::Iatcp(e) => e.field(),
+            TransportError::M21tcp(e) => e.field(),
         }
     }
 }
@@ -137,6 +147,8 @@ impl fmt::Display for TransportError {
             TransportError::Pase(e) => write!(f, "{e}"),
             TransportError::Rpo(e) => write!(f, "{e}"),
             TransportError::Hpcc(e) => write!(f, "{e}"),
+            TransportError::Iatcp(e) => write!(f, "{e}"),
+            TransportError::M21tcp(e) => write!(f, "{e}"),
         }
     }
 }
@@ -148,7 +160,8 @@ impl std::error::Error for TransportError {}
 /// occupancy, and its demotion `thresholds`; PIAS: its demotion `thresholds` (both the
 /// workload's default, `pias::default_thresholds`); PPT and RC3: the classes of their
 /// opportunistic packets (`lp_classes`); RPO: the class of its opportunistic packets; HPCC: in-band
-/// telemetry at the switches (`int`). Other protocols: nothing.
+/// telemetry at the switches (`int`); M21TCP: the switches' maximum-window stamp
+/// (`window_stamp`). Other protocols: nothing.
 pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, TransportError> {
     match protocol {
         "pias" => Pias::derive(cfg, net).map_err(TransportError::Pias),
@@ -157,6 +170,7 @@ pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<
         "rc3" => Ok(Rc3::derive(net)),
         "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
         "hpcc" => Ok(Hpcc::derive()),
+        "m21tcp" => Ok(super::m21tcp::derive()),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -196,6 +210,8 @@ pub fn build_seeded(
         "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
         "hpcc" => Ok(Box::new(Hpcc::from_config(cfg, net).map_err(TransportError::Hpcc)?)),
+        "iatcp" => Ok(Box::new(super::iatcp::from_config(cfg, net, seed).map_err(TransportError::Iatcp)?)),
+        "m21tcp" => Ok(Box::new(super::m21tcp::from_config(cfg, net).map_err(TransportError::M21tcp)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

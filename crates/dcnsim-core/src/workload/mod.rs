@@ -60,6 +60,27 @@ pub struct FlowSpec {
     pub background: bool,
 }
 
+/// The flows of a workload and its barrier rounds ([`Workload::plan`]).
+#[derive(Clone, Debug, Default)]
+pub struct FlowPlan {
+    pub flows: Vec<FlowSpec>,
+    pub chains: Vec<BarrierChain>,
+}
+
+/// One `incast` component with `barrier = true`: `rounds` rounds of `per_round` flows, flow
+/// ids `first .. first + rounds x per_round` round by round. Round 0 starts at `start`, round
+/// r + 1 `gap` after the last flow of round r completed; a flow starts at its round's start
+/// plus its offset (its jitter draw), `offsets[i]` for the i-th flow of the chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierChain {
+    pub start: Time,
+    pub gap: Time,
+    pub first: usize,
+    pub per_round: usize,
+    pub rounds: usize,
+    pub offsets: Vec<Time>,
+}
+
 /// What a workload needs to know about the network.
 #[derive(Clone, Debug)]
 pub struct WorkloadEnv {
@@ -113,14 +134,42 @@ pub fn build(raw: &[serde_json::Value], env: &WorkloadEnv) -> Result<Workload, W
 impl Workload {
     /// Draw every component's flows and merge them, sorted by start time; flows with equal
     /// start times keep generation order (component order, then order within a component).
+    ///
+    /// Flows of barrier rounds come last (see [`Workload::plan`]), with the first round's
+    /// start plus their jitter as a provisional `start`.
     pub fn generate(&self, rng: &mut Rng) -> Vec<FlowSpec> {
+        self.plan(rng).flows
+    }
+
+    /// [`Workload::generate`] with the barrier rounds described: the flows of open-loop
+    /// components first, sorted by start time (stable), then the flows of each barrier
+    /// component (`incast` with `barrier = true`) in component order, round by round, each
+    /// described by one [`BarrierChain`]. The runner starts a barrier round when the last flow
+    /// of the round before it completes (plus the gap), so those flows' start times are
+    /// decided during the run.
+    pub fn plan(&self, rng: &mut Rng) -> FlowPlan {
         let mut flows = Vec::new();
+        let mut gated: Vec<(BarrierChain, Vec<FlowSpec>)> = Vec::new();
         for c in &self.components {
             let mut own = Rng::new(rng.next_u64());
-            c.generate(&mut own, &mut flows);
+            match c.barrier() {
+                Some((start, gap, per_round, rounds)) => {
+                    let mut g = Vec::new();
+                    c.generate(&mut own, &mut g);
+                    let offsets = g.iter().map(|f| f.start.saturating_sub(start)).collect();
+                    gated.push((BarrierChain { start, gap, first: 0, per_round, rounds, offsets }, g));
+                }
+                None => c.generate(&mut own, &mut flows),
+            }
         }
         flows.sort_by_key(|f| f.start); // stable
-        flows
+        let mut chains = Vec::with_capacity(gated.len());
+        for (mut ch, g) in gated {
+            ch.first = flows.len();
+            flows.extend(g);
+            chains.push(ch);
+        }
+        FlowPlan { flows, chains }
     }
 
     /// The normalized workload: an array with one table per component, every default filled
@@ -480,6 +529,44 @@ mod tests {
         assert!((2.5..3.5).contains(&ratio), "{ratio}");
         let bad = json!([{"pattern": "incast", "receiver": 0, "senders": 7, "flows_per_sender": 0}]);
         assert_eq!(err(bad, &e).field(), "workload[0].flows_per_sender");
+    }
+
+    #[test]
+    fn incast_barrier_plan_puts_rounds_last_and_errors_name_the_field() {
+        let e = env(8);
+        let w = json!([
+            {"pattern": "incast", "receiver": 0, "senders": [1, 2, 3], "rounds": 4, "barrier": true, "gap": "5us",
+             "start": "1ms", "jitter": "2us"},
+            {"pattern": "incast", "receiver": 4, "senders": [5], "rounds": 2, "round_interval": "3ms"}
+        ]);
+        let wl = build(w.as_array().unwrap(), &e).unwrap();
+        let plan = wl.plan(&mut Rng::new(3));
+        assert_eq!(plan.flows.len(), 2 + 12);
+        assert_eq!(plan.flows[0].dst, 4, "open-loop flows first");
+        assert_eq!(plan.chains.len(), 1);
+        let ch = &plan.chains[0];
+        assert_eq!((ch.start, ch.gap, ch.first, ch.per_round, ch.rounds), (Time::ms(1), Time::us(5), 2, 3, 4));
+        assert_eq!(ch.offsets.len(), 12);
+        assert!(ch.offsets.iter().all(|o| *o <= Time::us(2)));
+        assert_eq!(wl.generate(&mut Rng::new(3)), plan.flows);
+        // Without barrier components the plan is the sorted flow list of before.
+        let plain = json!([{"pattern": "incast", "receiver": 0, "senders": 3, "rounds": 2, "round_interval": "1us"}]);
+        assert!(build(plain.as_array().unwrap(), &e).unwrap().plan(&mut Rng::new(1)).chains.is_empty());
+        for (bad, field) in [
+            (json!({"barrier": true, "round_interval": "1ms"}), "workload[0].barrier"),
+            (json!({"barrier": true, "load": 0.5}), "workload[0].barrier"),
+            (json!({"barrier": true, "rounds_per_second": 10}), "workload[0].barrier"),
+            (json!({"gap": "1us"}), "workload[0].gap"),
+            (json!({"barrier": false, "gap": "1us"}), "workload[0].gap"),
+            (json!({"barrier": "yes"}), "workload[0].barrier"),
+        ] {
+            let mut t = json!({"pattern": "incast", "receiver": 0, "senders": 2, "rounds": 3});
+            for (k, v) in bad.as_object().unwrap() {
+                t[k] = v.clone();
+            }
+            let x = err(json!([t]), &e);
+            assert_eq!(x.field(), field, "{bad}: {x}");
+        }
     }
 
     #[test]

@@ -437,6 +437,8 @@ pub(crate) struct Incast {
     jitter: Time,
     sizes: SizeDist,
     deadline: Option<(Time, Time)>,
+    /// `barrier = true`: the gap between the end of a round and the start of the next one.
+    pub(crate) barrier: Option<Time>,
 }
 
 impl Incast {
@@ -512,6 +514,33 @@ impl Incast {
                 Some(load * rx_bps / (8.0 * n_senders as f64 * sizes.mean_bytes()))
             }
         };
+        let barrier = match (r.barrier, r.gap) {
+            (Some(true), gap) => {
+                for (given, name) in [
+                    (r.round_interval.is_some(), "round_interval"),
+                    (r.rounds_per_second.is_some(), "rounds_per_second"),
+                    (r.load.is_some(), "load"),
+                ] {
+                    if given {
+                        return Err(WorkloadError::Conflict {
+                            field: ctx.field("barrier"),
+                            other: name.into(),
+                            hint: "barrier rounds start when the previous round ends; remove the round schedule or set barrier = false".into(),
+                        });
+                    }
+                }
+                Some(gap.unwrap_or(Time::ZERO))
+            }
+            (_, Some(_)) => {
+                return Err(ctx.out_of_range(
+                    "gap",
+                    "a gap without barrier = true",
+                    "only with barrier = true",
+                    "set barrier = true, or remove gap",
+                ))
+            }
+            _ => None,
+        };
         let spacing = match (r.round_interval, r.rounds_per_second.or(by_load)) {
             (Some(_), Some(_)) => {
                 return Err(WorkloadError::Conflict {
@@ -528,7 +557,7 @@ impl Incast {
                 return Err(ctx.out_of_range("rounds_per_second", rate, "a positive number", "give e.g. rounds_per_second = 1000"))
             }
             (None, Some(rate)) => Some(Spacing::Poisson(rate)),
-            (None, None) if rounds > 1 => {
+            (None, None) if rounds > 1 && barrier.is_none() => {
                 return Err(ctx.missing(
                     "round_interval",
                     &format!("rounds = {rounds} needs `round_interval = \"100us\"` (fixed spacing of round starts) or `rounds_per_second = 1000` (Poisson round arrivals)"),
@@ -551,7 +580,7 @@ impl Incast {
             }
         }
         ctx.check_count("rounds", rounds as f64 * n_senders as f64)?;
-        Ok(Incast { receiver, senders, per_sender, rounds, spacing, start, jitter, sizes, deadline })
+        Ok(Incast { receiver, senders, per_sender, rounds, spacing, start, jitter, sizes, deadline, barrier })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -620,6 +649,10 @@ impl Incast {
                 t.insert("rounds_per_second".into(), json!(rate));
             }
             None => {}
+        }
+        if let Some(gap) = self.barrier {
+            t.insert("barrier".into(), json!(true));
+            t.insert("gap".into(), json!(gap));
         }
         t.insert("start".into(), json!(self.start));
         t.insert("jitter".into(), json!(self.jitter));
@@ -1012,6 +1045,21 @@ impl Component {
             }
             other => return Err(WorkloadError::UnknownPattern { field: ctx.field("pattern"), got: other.to_string() }),
         })
+    }
+
+    /// Barrier rounds (`incast` with `barrier = true`): (first round's start, gap, flows per
+    /// round, rounds).
+    pub(crate) fn barrier(&self) -> Option<(Time, Time, usize, usize)> {
+        match self {
+            Component::Incast(c) => c.barrier.map(|gap| {
+                let n = match &c.senders {
+                    Senders::Random { count, .. } => *count,
+                    Senders::Listed(l) => l.len(),
+                };
+                (c.start, gap, n * c.per_sender as usize, c.rounds as usize)
+            }),
+            _ => None,
+        }
     }
 
     /// Append this component's flows (in generation order) to `out`.

@@ -235,6 +235,8 @@ pub(crate) struct RawIncast {
     pub round_interval: Option<Time>,
     pub rounds_per_second: Option<f64>,
     pub load: Option<f64>,
+    pub barrier: Option<bool>,
+    pub gap: Option<Time>,
     pub start: Option<Time>,
     pub jitter: Option<Time>,
     pub deadline: Option<DeadlineVal>,

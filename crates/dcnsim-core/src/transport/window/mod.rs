@@ -10,8 +10,10 @@
 
 pub mod d2tcp;
 pub mod hpcc;
+pub mod iatcp;
 pub mod ictcp;
 pub mod l2dct;
+pub mod m21tcp;
 pub mod pfabric;
 pub mod pias;
 pub mod ppt;
