@@ -500,6 +500,7 @@ mod tests {
             credit: Default::default(),
             nic: Default::default(),
             int: false,
+            pdq: None,
         }
     }
 

@@ -497,6 +497,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         credit: credit.clone(),
         nic: NicConfig { qdisc: host.nic_qdisc, quantum: host.nic_quantum.unwrap_or(network.mtu) },
         int: false,
+        pdq: None,
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
@@ -647,6 +648,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     }
     let queue = QueueConfig {
         int: derived.int,
+        pdq: derived.pdq.clone(),
         crossmark: network.crossmark.clone(),
         ecn_k: ecn_k.into_iter().map(Some).collect(),
         ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
@@ -769,6 +771,10 @@ impl Scenario {
         if self.queue.int {
             // Only runs with in-band telemetry say so (other runs' scenario.json is unchanged).
             v["derived"]["int"] = serde_json::Value::Bool(true);
+        }
+        if self.queue.pdq.is_some() {
+            // Only PDQ runs say so: every port runs PDQ's flow controller.
+            v["derived"]["pdq"] = serde_json::Value::Bool(true);
         }
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }

@@ -17,6 +17,7 @@ pub mod credit;
 pub mod crossmark;
 pub mod int;
 pub mod nic;
+pub mod pdq;
 pub mod pfabric;
 pub mod priority;
 pub mod selective;
@@ -155,6 +156,8 @@ pub struct QueueConfig {
     /// Wrap every switch port's policy in [`int::IntStamp`] (in-band telemetry), because the
     /// run's protocol reads it (`transport::Derived::int`).
     pub int: bool,
+    /// Run PDQ's flow controller on every port (switches and host NICs), for `pdq`.
+    pub pdq: Option<pdq::PdqSwitchParams>,
 }
 
 /// How host NICs queue (`host.nic_qdisc`, `host.nic_quantum`; see `crate::host`).
@@ -217,10 +220,11 @@ impl QueuePolicyKind {
 /// in the INT stamper at switch ports when `cfg.int` is set.
 pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
     let q = build_policy(cfg, port);
-    if cfg.int && port.role == PortRole::Switch {
-        Box::new(int::IntStamp::new(q, port.rate))
-    } else {
-        q
+    let q: Box<dyn QueueDisc> =
+        if cfg.int && port.role == PortRole::Switch { Box::new(int::IntStamp::new(q, port.rate)) } else { q };
+    match &cfg.pdq {
+        Some(p) => Box::new(pdq::PdqStamp::new(q, p.clone(), port.rate, port.id)),
+        None => q,
     }
 }
 

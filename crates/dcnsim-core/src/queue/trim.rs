@@ -572,6 +572,7 @@ mod tests {
             credit: Default::default(),
             nic: Default::default(),
             int: false,
+            pdq: None,
         };
         let mut built = crate::queue::build(&qcfg, &port(3, 42));
         let mut direct = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port(3, 42).rng());

@@ -41,7 +41,7 @@ pub mod registry;
 pub mod window;
 
 // Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
-pub use arbitration::{arbiter, pase};
+pub use arbitration::{arbiter, pase, pdq};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost, rpo};
 pub use window::{d2tcp, hpcc, ictcp, l2dct, pfabric, pias, ppt, ptcp, rc3, swift};
@@ -73,6 +73,9 @@ pub struct Derived {
     /// The protocol reads in-band telemetry: every switch port stamps an INT record into the
     /// data packets it sends (`queue::int`). Shown in `scenario.json` as `derived.int`.
     pub int: bool,
+    /// The protocol runs PDQ's flow controller on every port (`queue::pdq`), with these
+    /// parameters. Shown in `scenario.json` as `derived.pdq`.
+    pub pdq: Option<crate::queue::pdq::PdqSwitchParams>,
 }
 
 /// What the application handed to the transport, plus path facts the runner computed.

@@ -13,6 +13,7 @@ use super::ictcp::IctcpConfigError;
 use super::l2dct::L2dctConfigError;
 use super::ndp::{Ndp, NdpConfigError};
 use super::pase::{Pase, PaseConfigError};
+use super::pdq::{Pdq, PdqConfigError};
 use super::pfabric::{Pfabric, PfabricConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
@@ -46,13 +47,16 @@ pub const PROTOCOLS: &[&str] = &[
     "pase",
     "rpo",
     "hpcc",
+    "pdq",
 ];
 
 /// Errors building a transport from its scenario table.
 #[derive(Debug)]
 pub enum TransportError {
     /// `transport.protocol` names no registered protocol.
-    UnknownProtocol { name: String },
+    UnknownProtocol {
+        name: String,
+    },
     /// The TCP/DCTCP configuration is invalid.
     Tcp(TcpConfigError),
     /// The D2TCP configuration is invalid.
@@ -87,6 +91,7 @@ pub enum TransportError {
     Rpo(RpoConfigError),
     /// The HPCC configuration is invalid.
     Hpcc(HpccConfigError),
+    Pdq(PdqConfigError),
 }
 
 impl TransportError {
@@ -110,6 +115,7 @@ impl TransportError {
             TransportError::Pase(e) => e.field(),
             TransportError::Rpo(e) => e.field(),
             TransportError::Hpcc(e) => e.field(),
+            TransportError::Pdq(e) => e.field(),
         }
     }
 }
@@ -137,6 +143,7 @@ impl fmt::Display for TransportError {
             TransportError::Pase(e) => write!(f, "{e}"),
             TransportError::Rpo(e) => write!(f, "{e}"),
             TransportError::Hpcc(e) => write!(f, "{e}"),
+            TransportError::Pdq(e) => write!(f, "{e}"),
         }
     }
 }
@@ -157,6 +164,7 @@ pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<
         "rc3" => Ok(Rc3::derive(net)),
         "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
         "hpcc" => Ok(Hpcc::derive()),
+        "pdq" => Pdq::derive(cfg, net).map_err(TransportError::Pdq),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -196,6 +204,7 @@ pub fn build_seeded(
         "pase" => Ok(Box::new(Pase::from_config(cfg, net).map_err(TransportError::Pase)?)),
         "rpo" => Ok(Box::new(Rpo::from_config(cfg, net).map_err(TransportError::Rpo)?)),
         "hpcc" => Ok(Box::new(Hpcc::from_config(cfg, net).map_err(TransportError::Hpcc)?)),
+        "pdq" => Ok(Box::new(Pdq::from_config(cfg, net).map_err(TransportError::Pdq)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

@@ -8,3 +8,4 @@
 
 pub mod arbiter;
 pub mod pase;
+pub mod pdq;
