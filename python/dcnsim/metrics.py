@@ -248,6 +248,22 @@ def goodput(flows: Mapping[str, np.ndarray], ports: Mapping[str, np.ndarray] | N
     return float(np.sum(size * frac)) * 8 / (cap * (t1 - t0) * 1e-6)
 
 
+def loss_rate(ports: Mapping[str, np.ndarray] | None) -> float:
+    """Share of the bytes the hosts put on the wire that the network dropped.
+
+    The sum of ``dropped_bytes`` over every port divided by the sum of ``tx_bytes`` over the
+    host ports (data and control, retransmissions included). Data packets are full-size, so
+    where drops are data packets this is close to the fraction of data packets dropped (PASE
+    Fig. 4's "loss rate"). NaN without ports or when no host sent anything.
+    """
+    if ports is None or len(ports.get("tx_bytes", ())) == 0 or "dropped_bytes" not in ports:
+        return math.nan
+    kind = np.asarray(ports["node_kind"], dtype=object)
+    sent = float(np.sum(np.asarray(ports["tx_bytes"], dtype=np.float64)[kind == "host"]))
+    dropped = float(np.sum(np.asarray(ports["dropped_bytes"], dtype=np.float64)))
+    return dropped / sent if sent > 0 else math.nan
+
+
 def summarize(
     flows: Mapping[str, np.ndarray],
     counters: Mapping[str, Any],
@@ -329,6 +345,7 @@ def summarize(
     for cause in sorted(drops):
         s[f"drops_{cause}"] = int(drops[cause])
     s["trims"] = int(counters.get("trims", 0))
+    s["loss_rate"] = loss_rate(ports)
 
     util = None if link_samples is None else link_samples.get("utilization")
     s["avg_link_utilization"] = _mean(np.asarray(util)) if util is not None else math.nan

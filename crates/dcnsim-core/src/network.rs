@@ -501,6 +501,7 @@ mod tests {
             nic: Default::default(),
             int: false,
             window_stamp: None,
+            pdq: None,
         }
     }
 

@@ -561,6 +561,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         nic: NicConfig { qdisc: host.nic_qdisc, quantum: host.nic_quantum.unwrap_or(network.mtu) },
         int: false,
         window_stamp: None,
+        pdq: None,
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
@@ -713,6 +714,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         int: derived.int,
         // A per-port maximum window for a protocol that reads it, counted per largest base RTT.
         window_stamp: derived.window_stamp.then_some(max_rtt.max(Time(1))),
+        pdq: derived.pdq.clone(),
         crossmark: network.crossmark.clone(),
         ecn_k: ecn_k.into_iter().map(Some).collect(),
         ecn_port_classes: network.ecn_port_classes.clone().unwrap_or_default(),
@@ -847,6 +849,10 @@ impl Scenario {
         if let Some(p) = self.queue.window_stamp {
             // Only runs with window stamping say so.
             v["derived"]["window_stamp_period_ps"] = serde_json::json!(p.0);
+        }
+        if self.queue.pdq.is_some() {
+            // Only PDQ runs say so: every port runs PDQ's flow controller.
+            v["derived"]["pdq"] = serde_json::Value::Bool(true);
         }
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }

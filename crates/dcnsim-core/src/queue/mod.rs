@@ -17,6 +17,7 @@ pub mod credit;
 pub mod crossmark;
 pub mod int;
 pub mod nic;
+pub mod pdq;
 pub mod pfabric;
 pub mod priority;
 pub mod selective;
@@ -164,6 +165,8 @@ pub struct QueueConfig {
     /// stamped into data packets, counting flows per this period), because the run's protocol
     /// reads it (`transport::Derived::window_stamp`). `None`: no stamping.
     pub window_stamp: Option<Time>,
+    /// Run PDQ's flow controller on every port (switches and host NICs), for `pdq`.
+    pub pdq: Option<pdq::PdqSwitchParams>,
 }
 
 /// How host NICs queue (`host.nic_qdisc`, `host.nic_quantum`; see `crate::host`).
@@ -233,10 +236,11 @@ pub fn build(cfg: &QueueConfig, port: &PortCtx) -> Box<dyn QueueDisc> {
         }
         _ => q,
     };
-    if cfg.int && port.role == PortRole::Switch {
-        Box::new(int::IntStamp::new(q, port.rate))
-    } else {
-        q
+    let q: Box<dyn QueueDisc> =
+        if cfg.int && port.role == PortRole::Switch { Box::new(int::IntStamp::new(q, port.rate)) } else { q };
+    match &cfg.pdq {
+        Some(p) => Box::new(pdq::PdqStamp::new(q, p.clone(), port.rate, port.id)),
+        None => q,
     }
 }
 

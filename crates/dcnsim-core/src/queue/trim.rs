@@ -578,6 +578,7 @@ mod tests {
             nic: Default::default(),
             int: false,
             window_stamp: None,
+            pdq: None,
         };
         let mut built = crate::queue::build(&qcfg, &port(3, 42));
         let mut direct = NdpTrim::new(Bytes(200_000), &cfg).with_rng(port(3, 42).rng());

@@ -44,7 +44,7 @@ pub mod registry;
 pub mod window;
 
 // Every module keeps its short path (`crate::transport::tcp`, `crate::transport::homa`, ...).
-pub use arbitration::{arbiter, pase};
+pub use arbitration::{arbiter, pase, pdq};
 pub use blocks::{aeolus, cc, lowprio, pias_thresholds, rcvctl, segset, swift_law, tagging, tcp};
 pub use receiver::{expresspass, homa, ndp, phost, rpo};
 pub use window::{d2tcp, hpcc, iatcp, ictcp, l2dct, m21tcp, pfabric, pias, ppt, ptcp, rc3, swift};
@@ -80,6 +80,9 @@ pub struct Derived {
     /// data packets it is offered (`queue::winstamp`, M21TCP). Shown in `scenario.json` as
     /// `derived.window_stamp_period_ps` (the flow-counting period: the largest base RTT).
     pub window_stamp: bool,
+    /// The protocol runs PDQ's flow controller on every port (`queue::pdq`), with these
+    /// parameters. Shown in `scenario.json` as `derived.pdq`.
+    pub pdq: Option<crate::queue::pdq::PdqSwitchParams>,
 }
 
 /// What the application handed to the transport, plus path facts the runner computed.

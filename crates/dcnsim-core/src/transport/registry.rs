@@ -15,6 +15,7 @@ use super::l2dct::L2dctConfigError;
 use super::m21tcp::M21tcpConfigError;
 use super::ndp::{Ndp, NdpConfigError};
 use super::pase::{Pase, PaseConfigError};
+use super::pdq::{Pdq, PdqConfigError};
 use super::pfabric::{Pfabric, PfabricConfigError};
 use super::phost::{Phost, PhostConfigError};
 use super::pias::{Pias, PiasConfigError};
@@ -50,13 +51,16 @@ pub const PROTOCOLS: &[&str] = &[
     "hpcc",
     "iatcp",
     "m21tcp",
+    "pdq",
 ];
 
 /// Errors building a transport from its scenario table.
 #[derive(Debug)]
 pub enum TransportError {
     /// `transport.protocol` names no registered protocol.
-    UnknownProtocol { name: String },
+    UnknownProtocol {
+        name: String,
+    },
     /// The TCP/DCTCP configuration is invalid.
     Tcp(TcpConfigError),
     /// The D2TCP configuration is invalid.
@@ -95,6 +99,7 @@ pub enum TransportError {
     Iatcp(IatcpConfigError),
     /// The M21TCP configuration is invalid.
     M21tcp(M21tcpConfigError),
+    Pdq(PdqConfigError),
 }
 
 impl TransportError {
@@ -120,6 +125,7 @@ impl TransportError {
             TransportError::Hpcc(e) => e.field(),
             TransportError::Iatcp(e) => e.field(),
             TransportError::M21tcp(e) => e.field(),
+            TransportError::Pdq(e) => e.field(),
         }
     }
 }
@@ -149,6 +155,7 @@ impl fmt::Display for TransportError {
             TransportError::Hpcc(e) => write!(f, "{e}"),
             TransportError::Iatcp(e) => write!(f, "{e}"),
             TransportError::M21tcp(e) => write!(f, "{e}"),
+            TransportError::Pdq(e) => write!(f, "{e}"),
         }
     }
 }
@@ -171,6 +178,7 @@ pub fn derive(protocol: &str, cfg: &serde_json::Value, net: &NetInfo) -> Result<
         "rpo" => Ok(Derived { lp_classes: Rpo::lp_classes(net, cfg), ..Derived::default() }),
         "hpcc" => Ok(Hpcc::derive()),
         "m21tcp" => Ok(super::m21tcp::derive()),
+        "pdq" => Pdq::derive(cfg, net).map_err(TransportError::Pdq),
         p if PROTOCOLS.contains(&p) => Ok(Derived::default()),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
@@ -212,6 +220,7 @@ pub fn build_seeded(
         "hpcc" => Ok(Box::new(Hpcc::from_config(cfg, net).map_err(TransportError::Hpcc)?)),
         "iatcp" => Ok(Box::new(super::iatcp::from_config(cfg, net, seed).map_err(TransportError::Iatcp)?)),
         "m21tcp" => Ok(Box::new(super::m21tcp::from_config(cfg, net).map_err(TransportError::M21tcp)?)),
+        "pdq" => Ok(Box::new(Pdq::from_config(cfg, net).map_err(TransportError::Pdq)?)),
         other => Err(TransportError::UnknownProtocol { name: other.to_string() }),
     }
 }

@@ -9,3 +9,4 @@
 pub mod arbiter;
 pub mod bottomup;
 pub mod pase;
+pub mod pdq;
