@@ -381,6 +381,9 @@ impl Transport for Paused {
     fn arb_msgs_sent(&self) -> u64 {
         self.inner.arb_msgs_sent()
     }
+    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.inner.on_flow_abandoned(ctx, flow)
+    }
 }
 
 #[cfg(test)]

@@ -809,6 +809,19 @@ impl<'a> Sim<'a> {
         self.fg_done += 1;
         self.update_all_done();
         self.round_flow_done(now, f);
+        // Tell the transport at both ends, so per-flow state kept elsewhere (arbitrators)
+        // can be released; what it sends for the flow here is not filtered.
+        let (src, dst) = (self.flows[f].src, self.flows[f].dst);
+        for host in [src, dst] {
+            let mut out = std::mem::take(&mut self.actions);
+            out.clear();
+            let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
+            self.transport.on_flow_abandoned(&mut ctx, f as FlowId);
+            out.timers.clear();
+            out.completions.clear();
+            self.apply(now, host, &mut out);
+            self.actions = out;
+        }
     }
 
     /// Carry out a transport's actions at `host`.
@@ -1307,6 +1320,9 @@ impl Transport for AbortAtDeadline {
     }
     fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
         self.inner.host_reorder_max_bytes(host)
+    }
+    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.inner.on_flow_abandoned(ctx, flow)
     }
 }
 

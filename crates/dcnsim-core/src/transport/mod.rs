@@ -336,6 +336,11 @@ pub trait Transport {
     fn host_reorder_max_bytes(&self, _host: NodeId) -> u64 {
         0
     }
+    /// `run.abort_at_deadline` abandoned `flow` at `ctx.now`: called once at its source and
+    /// once at its destination (`ctx.host`), after which nothing of the flow reaches the
+    /// transport. A transport that keeps per-flow state outside the two ends (arbitrators)
+    /// releases it here; packets it sends are delivered, timers and completions ignored.
+    fn on_flow_abandoned(&mut self, _ctx: &mut Ctx, _flow: FlowId) {}
 }
 
 /// Lazy timer cancellation with a generation counter.

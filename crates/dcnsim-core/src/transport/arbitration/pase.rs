@@ -1203,6 +1203,30 @@ impl Transport for Pase {
         true
     }
 
+    /// An abandoned flow leaves the arbitration as a finished one does: the source forgets
+    /// its sender and releases the source half, the destination the destination half.
+    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let id = flow as usize;
+        if id >= ctx.flows.len() {
+            return;
+        }
+        let f = &ctx.flows[id];
+        self.ensure(ctx.flows.len(), f.src.max(f.dst));
+        if ctx.host == f.src {
+            self.finish(ctx, f);
+        } else if ctx.host == f.dst {
+            let r = self.receivers[id].get_or_insert_with(|| Box::new(PaseReceiver::new(f, &self.params)));
+            if r.done {
+                return;
+            }
+            r.done = true;
+            if let Some(a) = self.down[f.dst as usize].as_mut() {
+                a.remove(f.id);
+            }
+            self.release(ctx, f, Half::Destination);
+        }
+    }
+
     fn set_flow_paths(&mut self, paths: FlowPaths) {
         let mut children: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
         for i in 0..paths.len() {
