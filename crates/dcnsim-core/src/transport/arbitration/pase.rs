@@ -1651,6 +1651,34 @@ mod tests {
         assert!(at_switch(&mut h, Time::us(11), &rel).is_empty());
     }
 
+    /// `run.abort_at_deadline` abandons a flow whose source half climbed to ToR 10: at the
+    /// source the sender is gone and a source-half release goes to ToR 10; at the destination
+    /// a destination-half release goes to its ToR 11; later arbitration requests for the flow
+    /// are ignored there, and a second call sends nothing.
+    #[test]
+    fn abandoned_flow_releases_both_halves_and_is_forgotten() {
+        let cfg = serde_json::json!({"delegation": false});
+        let mut h = H::new(cfg, vec![flow(0, 0, 5, 100 * MSS)]);
+        tree(&mut h);
+        let a = h.start(0).sends;
+        let up = at_switch(&mut h, Time::us(1), &of_kind(&a, KIND_ARB_REQ)[0]);
+        at_switch(&mut h, Time::us(2), &up[0]);
+        assert_eq!(h.t.link(101).unwrap().len(), 1);
+        let src = h.call(Time::us(20), 0, |t, c| t.on_flow_abandoned(c, 0)).sends;
+        assert!(h.t.sender(0).is_none());
+        let rel = of_kind(&src, KIND_ARB_REQ);
+        assert_eq!(rel.len(), 1);
+        assert_eq!((rel[0].dst, rel[0].rank & (REQ_RELEASE | REQ_SOURCE_HALF)), (10, REQ_RELEASE | REQ_SOURCE_HALF));
+        let fwd = at_switch(&mut h, Time::us(21), &rel[0]);
+        at_switch(&mut h, Time::us(22), &fwd[0]);
+        assert_eq!(h.t.link(101).unwrap().len(), 0);
+        let dst = h.call(Time::us(20), 5, |t, c| t.on_flow_abandoned(c, 0)).sends;
+        let rel = of_kind(&dst, KIND_ARB_REQ);
+        assert_eq!(rel.len(), 1);
+        assert_eq!((rel[0].dst, rel[0].rank & (REQ_RELEASE | REQ_SOURCE_HALF)), (11, REQ_RELEASE));
+        assert!(h.call(Time::us(30), 5, |t, c| t.on_flow_abandoned(c, 0)).sends.is_empty());
+    }
+
     #[test]
     fn pase_dctcp_ignores_the_reference_rate() {
         let cfg = serde_json::json!({"reference_rate": false});
