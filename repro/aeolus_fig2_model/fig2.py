@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from dcnsim.models.first_rtt import first_rtt
+from dcnsim.results import atomic_write_bytes
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = ["webserver", "cachefollower", "websearch", "datamining"]
@@ -37,12 +38,6 @@ def rows() -> list[dict[str, float | str]]:
     return out
 
 
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def _fmt(v: float | str) -> str:
     return v if isinstance(v, str) else f"{v:.4g}"
 
@@ -56,7 +51,7 @@ def main() -> None:
     w.writeheader()
     for r in table:
         w.writerow({k: _fmt(r[k]) for k in COLUMNS})
-    _write(out / "table.csv", buf.getvalue().encode())
+    atomic_write_bytes(out / "table.csv", buf.getvalue().encode())
 
     md = ["# Aeolus Fig. 2 (model): flows and bytes that fit in the first RTT", ""]
     for rtt in RTTS_US:
@@ -71,7 +66,7 @@ def main() -> None:
             ]
             md += [f"| {cdf} | " + " | ".join(cells) + " |"]
         md += [""]
-    _write(out / "table.md", "\n".join(md).encode())
+    atomic_write_bytes(out / "table.md", "\n".join(md).encode())
 
     fig, axes = plt.subplots(2, len(RTTS_US), figsize=(4 * len(RTTS_US), 6.5), sharey=True)
     for j, rtt in enumerate(RTTS_US):
@@ -92,7 +87,7 @@ def main() -> None:
     fig.tight_layout()
     buf2 = io.BytesIO()
     fig.savefig(buf2, format="png", dpi=110)
-    _write(out / "plot.png", buf2.getvalue())
+    atomic_write_bytes(out / "plot.png", buf2.getvalue())
 
 
 if __name__ == "__main__":

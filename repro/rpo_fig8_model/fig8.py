@@ -18,16 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from dcnsim.models.rpo import fig8_rows
+from dcnsim.results import atomic_write_bytes
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = ["panel", "s_packets", "c_packets", "r_packets", "r_over_c", "tc_over_ti"]
 COLUMNS += ["t_f", "t_1", "t_2", "t_i", "u_gain", "fct_gain"]
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def _fmt(v: float | str) -> str:
@@ -43,7 +38,7 @@ def main() -> None:
     w.writeheader()
     for r in rows:
         w.writerow({k: _fmt(r[k]) for k in COLUMNS})
-    _write(out / "table.csv", buf.getvalue().encode())
+    atomic_write_bytes(out / "table.csv", buf.getvalue().encode())
 
     md = ["# RPO Fig. 8 (model, Eq. 1-6): C = 41.67 packets per round (10 Gbps x 50 us)", ""]
     md += ["## (a) utilisation gain vs R/C (N = 1, T_c = 0)", ""]
@@ -71,7 +66,7 @@ def main() -> None:
             if r["panel"] == "b" and r["s_packets"] == s and r["tc_over_ti"] == x
         ]
         md.append(f"| {x:.1f} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
-    _write(out / "table.md", ("\n".join(md) + "\n").encode())
+    atomic_write_bytes(out / "table.md", ("\n".join(md) + "\n").encode())
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for s in sizes_a:
@@ -100,7 +95,7 @@ def main() -> None:
     buf2 = io.BytesIO()
     fig.savefig(buf2, format="png", dpi=110)
     plt.close(fig)
-    _write(out / "plot.png", buf2.getvalue())
+    atomic_write_bytes(out / "plot.png", buf2.getvalue())
 
 
 if __name__ == "__main__":
