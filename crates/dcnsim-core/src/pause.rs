@@ -39,7 +39,8 @@
 //!   without it the flow pauses once;
 //! - `mode`: `"defer"` (default) or `"ignore"`, above.
 //!
-//! The wrapper's own timer (the end of a deferring pause) uses tokens with bit 63 set, which
+//! The pause layer (a [`crate::transport::layer::Layer`] around the run's transport) arms
+//! its own timer (the end of a deferring pause) with tokens with bit 63 set, which
 //! [`crate::transport::token`] never produces for flow and host ids below 2^31.
 //!
 //! Random choices draw from the scenario seed's stream [`crate::rng::streams::PAUSE`], so
@@ -48,7 +49,8 @@
 use crate::config::{from_table, FieldError};
 use crate::packet::{FlowId, Packet};
 use crate::rng::Rng;
-use crate::transport::{Ctx, FlowStats, Transport};
+use crate::transport::layer::Layer;
+use crate::transport::{Ctx, Transport};
 use crate::units::Time;
 use crate::workload::FlowSpec;
 use serde::{Deserialize, Serialize};
@@ -247,11 +249,10 @@ pub fn resolve(rules: &[PauseRule], flows: &[FlowSpec], rng: &mut Rng) -> Vec<Ve
     out
 }
 
-/// Wraps a run's transport: a packet of a paused flow that reaches the flow's source host
+/// The layer around a run's transport: a packet of a paused flow that reaches the flow's source host
 /// is held (and handed over when the pause ends) or discarded, before the transport sees
 /// it. Runs without pauses are not wrapped.
 pub struct Paused {
-    inner: Box<dyn Transport>,
     windows: Vec<Vec<Window>>,
     /// Packets discarded so far, per flow.
     ignored: Vec<u64>,
@@ -262,9 +263,9 @@ pub struct Paused {
 }
 
 impl Paused {
-    pub fn new(inner: Box<dyn Transport>, windows: Vec<Vec<Window>>) -> Paused {
+    pub fn new(windows: Vec<Vec<Window>>) -> Paused {
         let n = windows.len();
-        Paused { inner, windows, ignored: vec![0; n], held: vec![VecDeque::new(); n], armed: vec![false; n] }
+        Paused { windows, ignored: vec![0; n], held: vec![VecDeque::new(); n], armed: vec![false; n] }
     }
 
     /// The first window of flow `f` (started at `start`) that covers `now`.
@@ -298,91 +299,49 @@ impl Paused {
     }
 }
 
-impl Transport for Paused {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
-        self.inner.start_flow(ctx, flow);
-    }
-    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        if let Some(fl) = ctx.flows.get(pkt.flow as usize) {
-            if fl.src == ctx.host {
-                let f = pkt.flow as usize;
-                match self.pause_at(pkt.flow, fl.start, ctx.now).map(|w| w.mode) {
-                    Some(PauseMode::Ignore) => {
-                        self.ignored[f] += 1;
-                        return;
-                    }
-                    Some(PauseMode::Defer) => {
-                        self.held[f].push_back(*pkt);
-                        if !self.armed[f] {
-                            self.armed[f] = true;
-                            let at = self.resume_at(pkt.flow, fl.start, ctx.now);
-                            ctx.out.timer(at, DEFER_BIT | pkt.flow as u64);
-                        }
-                        return;
-                    }
-                    None => {}
-                }
-            }
+impl Layer for Paused {
+    fn admit_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
+        let Some(fl) = ctx.flows.get(pkt.flow as usize) else { return true };
+        if fl.src != ctx.host {
+            return true;
         }
-        self.inner.on_packet(ctx, pkt);
+        let f = pkt.flow as usize;
+        match self.pause_at(pkt.flow, fl.start, ctx.now).map(|w| w.mode) {
+            Some(PauseMode::Ignore) => {
+                self.ignored[f] += 1;
+                false
+            }
+            Some(PauseMode::Defer) => {
+                self.held[f].push_back(*pkt);
+                if !self.armed[f] {
+                    self.armed[f] = true;
+                    let at = self.resume_at(pkt.flow, fl.start, ctx.now);
+                    ctx.out.timer(at, DEFER_BIT | pkt.flow as u64);
+                }
+                false
+            }
+            None => true,
+        }
     }
-    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+    // Switch-side agents (PASE's arbitrators) are not sources: their messages pass unpaused
+    // (the default `admit_switch_packet`).
+    fn own_timer(&mut self, ctx: &mut Ctx, token: u64, inner: &mut dyn Transport) -> bool {
         if token & DEFER_BIT == 0 {
-            self.inner.on_timer(ctx, token);
-            return;
+            return false;
         }
         let f = (token & 0xFFFF_FFFF) as usize;
-        let Some(start) = ctx.flows.get(f).map(|fl| fl.start) else { return };
+        let Some(start) = ctx.flows.get(f).map(|fl| fl.start) else { return true };
         if self.paused(f as FlowId, start, ctx.now) {
             // Another pause began at this instant: wait for it too.
             let at = self.resume_at(f as FlowId, start, ctx.now);
             ctx.out.timer(at, token);
-            return;
+            return true;
         }
         self.armed[f] = false;
         while let Some(p) = self.held[f].pop_front() {
-            self.inner.on_packet(ctx, &p);
+            inner.on_packet(ctx, &p);
         }
-    }
-    fn on_nic_idle(&mut self, ctx: &mut Ctx) {
-        self.inner.on_nic_idle(ctx);
-    }
-    fn wants_nic_idle(&self) -> bool {
-        self.inner.wants_nic_idle()
-    }
-    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        self.inner.on_tx_complete(ctx, pkt);
-    }
-    fn wants_tx_complete(&self) -> bool {
-        self.inner.wants_tx_complete()
-    }
-    fn flow_stats(&self, flow: FlowId) -> FlowStats {
-        self.inner.flow_stats(flow)
-    }
-    fn host_reorder_max_bytes(&self, host: crate::packet::NodeId) -> u64 {
-        self.inner.host_reorder_max_bytes(host)
-    }
-    // Switch-side agents (PASE's arbitrators) are not sources: their messages pass unpaused.
-    fn wants_switch_packets(&self) -> bool {
-        self.inner.wants_switch_packets()
-    }
-    fn set_flow_paths(&mut self, paths: crate::transport::FlowPaths) {
-        self.inner.set_flow_paths(paths)
-    }
-    fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        self.inner.on_switch_packet(ctx, pkt)
-    }
-    fn arb_msgs(&self, port: u32) -> u64 {
-        self.inner.arb_msgs(port)
-    }
-    fn arb_msgs_sent(&self) -> u64 {
-        self.inner.arb_msgs_sent()
-    }
-    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
-        self.inner.on_flow_abandoned(ctx, flow)
+        true
     }
 }
 

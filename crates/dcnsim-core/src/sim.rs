@@ -25,7 +25,8 @@ use crate::packet::{FlowId, NodeId, Packet, PacketArena, PktIdx};
 use crate::queue::PortEffects;
 use crate::rng::{streams, Rng};
 use crate::scenario::{PortSelection, Scenario};
-use crate::transport::{registry, Actions, Ctx, FlowInfo, FlowStats, Transport};
+use crate::transport::layer::Layered;
+use crate::transport::{registry, Actions, Ctx, FlowInfo, Transport};
 use crate::units::Time;
 use std::time::Instant;
 
@@ -300,7 +301,7 @@ impl<'a> Sim<'a> {
             aborted: sc.run.abort_at_deadline.then(|| vec![false; n]),
             transport: {
                 let t: Box<dyn Transport> = if sc.run.abort_at_deadline {
-                    Box::new(AbortAtDeadline { inner: transport, done: Vec::new() })
+                    Box::new(Layered::new(AbortAtDeadline { done: Vec::new() }, transport))
                 } else {
                     transport
                 };
@@ -308,7 +309,7 @@ impl<'a> Sim<'a> {
                     t
                 } else {
                     let windows = crate::pause::resolve(&sc.pauses, &specs, &mut sc.rng(streams::PAUSE));
-                    Box::new(crate::pause::Paused::new(t, windows))
+                    Box::new(Layered::new(crate::pause::Paused::new(windows), t))
                 }
             },
             flows,
@@ -1210,7 +1211,6 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOut
 /// completed in time is never filtered (its last ACKs still reach the sender). Runs without
 /// the option pay nothing for it on the per-packet path.
 struct AbortAtDeadline {
-    inner: Box<dyn Transport>,
     /// Flows whose completion passed (completed before their deadline).
     done: Vec<bool>,
 }
@@ -1257,72 +1257,15 @@ impl AbortAtDeadline {
     }
 }
 
-impl Transport for AbortAtDeadline {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+impl crate::transport::layer::Layer for AbortAtDeadline {
+    fn admit_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
+        !self.late(ctx.flows, pkt.flow, ctx.now)
     }
-    fn start_flow(&mut self, ctx: &mut Ctx, flow: FlowId) {
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.start_flow(ctx, flow);
-        self.filter(ctx, a, b);
+    fn admit_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
+        !self.late(ctx.flows, pkt.flow, ctx.now)
     }
-    fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        if self.late(ctx.flows, pkt.flow, ctx.now) {
-            return;
-        }
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.on_packet(ctx, pkt);
-        self.filter(ctx, a, b);
-    }
-    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.on_timer(ctx, token);
-        self.filter(ctx, a, b);
-    }
-    fn on_nic_idle(&mut self, ctx: &mut Ctx) {
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.on_nic_idle(ctx);
-        self.filter(ctx, a, b);
-    }
-    fn wants_nic_idle(&self) -> bool {
-        self.inner.wants_nic_idle()
-    }
-    fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.on_tx_complete(ctx, pkt);
-        self.filter(ctx, a, b);
-    }
-    fn wants_tx_complete(&self) -> bool {
-        self.inner.wants_tx_complete()
-    }
-    fn flow_stats(&self, flow: FlowId) -> FlowStats {
-        self.inner.flow_stats(flow)
-    }
-    fn wants_switch_packets(&self) -> bool {
-        self.inner.wants_switch_packets()
-    }
-    fn set_flow_paths(&mut self, paths: crate::transport::FlowPaths) {
-        self.inner.set_flow_paths(paths)
-    }
-    fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        if self.late(ctx.flows, pkt.flow, ctx.now) {
-            return;
-        }
-        let (a, b) = (ctx.out.sends.len(), ctx.out.completions.len());
-        self.inner.on_switch_packet(ctx, pkt);
-        self.filter(ctx, a, b);
-    }
-    fn arb_msgs(&self, port: u32) -> u64 {
-        self.inner.arb_msgs(port)
-    }
-    fn arb_msgs_sent(&self) -> u64 {
-        self.inner.arb_msgs_sent()
-    }
-    fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
-        self.inner.host_reorder_max_bytes(host)
-    }
-    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
-        self.inner.on_flow_abandoned(ctx, flow)
+    fn after(&mut self, ctx: &mut Ctx, sends_from: usize, completions_from: usize) {
+        self.filter(ctx, sends_from, completions_from);
     }
 }
 

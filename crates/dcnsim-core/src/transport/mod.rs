@@ -39,6 +39,7 @@
 // depends on all of them and nothing in `transport` depends on the registry.
 pub mod arbitration;
 pub mod blocks;
+pub mod layer;
 pub mod receiver;
 pub mod registry;
 pub mod window;
@@ -283,6 +284,10 @@ pub struct FlowStats {
 }
 
 /// A transport protocol. See the module documentation for the contract.
+///
+/// Run-wide wrappers go through [`layer::Layered`], the one place that forwards every method
+/// to a wrapped transport: a method added here must be forwarded there too (its tests call
+/// each one).
 pub trait Transport {
     /// Protocol name as written in scenarios.
     fn name(&self) -> &'static str;
@@ -296,9 +301,7 @@ pub trait Transport {
     /// Called at a packet's source host when the host NIC has transmitted one of the data
     /// packets it sent (its last bit has crossed the host's link), only if
     /// `wants_tx_complete` returns true: window-based senders release the packet's bytes
-    /// from their per-flow NIC limit here (`crate::host`). A transport that wraps another
-    /// must forward this pair (as every method), or the inner sender waits for completions
-    /// that never come.
+    /// from their per-flow NIC limit here (`crate::host`).
     fn on_tx_complete(&mut self, _ctx: &mut Ctx, _pkt: &Packet) {}
     fn wants_tx_complete(&self) -> bool {
         false
