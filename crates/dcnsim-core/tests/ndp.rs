@@ -205,7 +205,7 @@ fn spraying_keeps_every_spine_uplink_in_use() {
     }
     // Slowdown: random per-hop spraying queues packets transiently in the core, which
     // stretches the RTT beyond the one-BDP first window's reach (see the module docs of
-    // transport/receiver/ndp.rs); every flow still finishes within 1.6x its ideal FCT.
+    // transport/receiver/ndp/); every flow still finishes within 1.6x its ideal FCT.
     let f = &spray.flows;
     let worst = (0..16).map(|i| f.fct_ps[i] as f64 / f.ideal_fct_ps[i] as f64).fold(0.0, f64::max);
     let (ecmp, _) = run_flows(&leaf_spine(1, "ecmp"), flows.clone());
