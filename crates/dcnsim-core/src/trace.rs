@@ -41,6 +41,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::packet::{Ecn, FlowId, NodeId, PacketArena, PacketFlags, PktIdx};
+use crate::queue::hook::{Hooked, PortHook};
 use crate::queue::{PortEffects, QueueDisc};
 use crate::units::{Bytes, Time};
 
@@ -137,7 +138,6 @@ pub type SharedLog = Rc<RefCell<TraceLog>>;
 
 /// A queue policy whose events are logged; see the module docs.
 pub struct Traced {
-    inner: Box<dyn QueueDisc>,
     log: SharedLog,
     filter: FlowFilter,
     port: u32,
@@ -145,18 +145,26 @@ pub struct Traced {
 }
 
 impl Traced {
-    pub fn new(inner: Box<dyn QueueDisc>, log: SharedLog, filter: FlowFilter, port: u32, node: NodeId) -> Traced {
-        Traced { inner, log, filter, port, node }
+    /// The trace of port `port` (at node `node`) as a hook around `inner`.
+    pub fn new(
+        inner: Box<dyn QueueDisc>,
+        log: SharedLog,
+        filter: FlowFilter,
+        port: u32,
+        node: NodeId,
+    ) -> Hooked<Traced> {
+        Hooked::new(Traced { log, filter, port, node }, inner)
     }
 
-    fn record(&self, now: Time, event: EventKind, idx: PktIdx, pkts: &PacketArena) {
+    /// Log `event` of packet `idx`, with the bytes `queued` at the port after it.
+    fn record(&self, now: Time, event: EventKind, idx: PktIdx, pkts: &PacketArena, queued: Bytes) {
         let p = pkts.get(idx);
         if !self.filter.wants(p.flow) {
             return;
         }
         self.log.borrow_mut().push(TraceEvent {
             t: now,
-            queue_bytes: self.inner.bytes().0,
+            queue_bytes: queued.0,
             seq: p.seq,
             ack: p.ack,
             port: self.port,
@@ -175,59 +183,42 @@ impl Traced {
     }
 }
 
-impl QueueDisc for Traced {
-    fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
+impl PortHook for Traced {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        idx: PktIdx,
+        pkts: &mut PacketArena,
+        fx: &mut PortEffects,
+        inner: &mut dyn QueueDisc,
+    ) {
         let before = pkts.get(idx);
         let (ecn0, trimmed0) = (before.ecn, before.flags.has(PacketFlags::TRIMMED));
         let (first, first_trim) = (fx.drops.len(), fx.trimmed_queued.len());
-        self.inner.enqueue(now, idx, pkts, fx);
+        inner.enqueue(now, idx, pkts, fx);
+        let q = inner.bytes();
         let offered_dropped = fx.drops[first..].iter().any(|&(d, _)| d == idx);
         if !offered_dropped {
-            self.record(now, EventKind::Enqueue, idx, pkts);
+            self.record(now, EventKind::Enqueue, idx, pkts, q);
             let p = pkts.get(idx);
             if p.ecn == Ecn::Ce && ecn0 != Ecn::Ce {
-                self.record(now, EventKind::Mark, idx, pkts);
+                self.record(now, EventKind::Mark, idx, pkts, q);
             }
             if p.flags.has(PacketFlags::TRIMMED) && !trimmed0 {
-                self.record(now, EventKind::Trim, idx, pkts);
+                self.record(now, EventKind::Trim, idx, pkts, q);
             }
         }
         for &t in &fx.trimmed_queued[first_trim..] {
-            self.record(now, EventKind::Trim, t, pkts);
+            self.record(now, EventKind::Trim, t, pkts, q);
         }
         for &(d, _) in &fx.drops[first..] {
-            self.record(now, EventKind::Drop, d, pkts);
+            self.record(now, EventKind::Drop, d, pkts, q);
         }
     }
 
-    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
-        let (idx, size) = self.inner.dequeue(now, pkts)?;
-        self.record(now, EventKind::Dequeue, idx, pkts);
-        Some((idx, size))
+    fn dequeued(&mut self, now: Time, idx: PktIdx, _size: u32, pkts: &mut PacketArena, inner: &dyn QueueDisc) {
+        self.record(now, EventKind::Dequeue, idx, pkts, inner.bytes());
     }
-
-    fn dequeue_more(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
-        let (idx, size, more) = self.inner.dequeue_more(now, pkts)?;
-        self.record(now, EventKind::Dequeue, idx, pkts);
-        Some((idx, size, more))
-    }
-
-    fn next_ready(&self, now: Time) -> Option<Time> {
-        self.inner.next_ready(now)
-    }
-    fn bytes(&self) -> Bytes {
-        self.inner.bytes()
-    }
-    fn queue_bytes(&self, prio: u8) -> Bytes {
-        self.inner.queue_bytes(prio)
-    }
-    fn classes(&self) -> u8 {
-        self.inner.classes()
-    }
-    fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-    // `idle_passthrough` stays 0: every packet goes through `enqueue` and `dequeue`.
 }
 
 #[cfg(test)]
@@ -242,7 +233,7 @@ mod tests {
         p
     }
 
-    fn traced(buffer: u64, k: Option<u64>, filter: FlowFilter, limit: u64) -> (Traced, SharedLog) {
+    fn traced(buffer: u64, k: Option<u64>, filter: FlowFilter, limit: u64) -> (Hooked<Traced>, SharedLog) {
         let log: SharedLog = Rc::new(RefCell::new(TraceLog::new(limit)));
         let inner = Box::new(PriorityEcn::new(Bytes(buffer), 1, vec![k.map(Bytes)], false));
         (Traced::new(inner, log.clone(), filter, 7, 3), log)

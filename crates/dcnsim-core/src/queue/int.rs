@@ -43,7 +43,8 @@
 //! depth of the HPCC authors' simulator and covers a three-tier fat tree; the scenario
 //! refuses topologies with longer switch paths when telemetry is on, so the flag only guards.
 
-use super::{PortEffects, QueueDisc};
+use super::hook::{Hooked, PortHook};
+use super::QueueDisc;
 use crate::packet::{Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Rate, Time, PS_PER_NS};
 
@@ -190,22 +191,24 @@ impl IntStack {
 
 /// A switch port policy that stamps an INT record into every data packet it sends.
 pub struct IntStamp {
-    inner: Box<dyn QueueDisc>,
     rate: Rate,
     /// Cumulative serialization time of every packet this port has dequeued.
     busy: Time,
 }
 
 impl IntStamp {
-    pub fn new(inner: Box<dyn QueueDisc>, rate: Rate) -> IntStamp {
-        IntStamp { inner, rate, busy: Time::ZERO }
+    /// The stamping hook around `inner`, a port of rate `rate`.
+    pub fn new(inner: Box<dyn QueueDisc>, rate: Rate) -> Hooked<IntStamp> {
+        Hooked::new(IntStamp { rate, busy: Time::ZERO }, inner)
     }
+}
 
+impl PortHook for IntStamp {
     #[inline]
-    fn stamp(&mut self, now: Time, idx: PktIdx, size: u32, pkts: &mut PacketArena) {
+    fn dequeued(&mut self, now: Time, idx: PktIdx, size: u32, pkts: &mut PacketArena, inner: &dyn QueueDisc) {
         let p = pkts.get_mut(idx);
         if p.is_data() {
-            let queued = self.rate.tx_time(self.inner.bytes());
+            let queued = self.rate.tx_time(inner.bytes());
             let mut s = IntStack(block(p));
             s.push(now, self.busy, queued);
             set_block(p, &s.0);
@@ -214,43 +217,12 @@ impl IntStamp {
     }
 }
 
-impl QueueDisc for IntStamp {
-    fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
-        self.inner.enqueue(now, idx, pkts, fx)
-    }
-    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
-        let (idx, size) = self.inner.dequeue(now, pkts)?;
-        self.stamp(now, idx, size, pkts);
-        Some((idx, size))
-    }
-    fn dequeue_more(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
-        let (idx, size, more) = self.inner.dequeue_more(now, pkts)?;
-        self.stamp(now, idx, size, pkts);
-        Some((idx, size, more))
-    }
-    fn next_ready(&self, now: Time) -> Option<Time> {
-        self.inner.next_ready(now)
-    }
-    fn bytes(&self) -> Bytes {
-        self.inner.bytes()
-    }
-    fn queue_bytes(&self, prio: u8) -> Bytes {
-        self.inner.queue_bytes(prio)
-    }
-    fn classes(&self) -> u8 {
-        self.inner.classes()
-    }
-    fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-    // `idle_passthrough` stays 0: every data packet must pass `dequeue` to be stamped.
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::packet::PacketFlags;
     use crate::queue::priority::PriorityEcn;
+    use crate::queue::PortEffects;
 
     #[test]
     fn q_float_is_exact_below_32ns_and_within_1_32_above() {

@@ -15,6 +15,7 @@
 
 pub mod credit;
 pub mod crossmark;
+pub mod hook;
 pub mod int;
 pub mod nic;
 pub mod pdq;

@@ -49,7 +49,8 @@
 //! 4095). `rank`: bits 0..20 `P_H`, bits 20..32 `I_H` in tenths of an RTT (saturating).
 //! `aux`: absolute deadline in picoseconds (`u64::MAX`: none). `ack`: `T_H` in nanoseconds.
 
-use super::{PortEffects, QueueDisc};
+use super::hook::{Hooked, PortHook};
+use super::QueueDisc;
 use crate::packet::{Packet, PacketArena, PktIdx};
 use crate::units::{Bytes, Rate, Time};
 
@@ -280,48 +281,21 @@ impl PdqLink {
 
 /// A port policy that runs PDQ's flow controller on every PDQ packet it sends.
 pub struct PdqStamp {
-    inner: Box<dyn QueueDisc>,
     link: PdqLink,
 }
 
 impl PdqStamp {
-    pub fn new(inner: Box<dyn QueueDisc>, params: PdqSwitchParams, rate: Rate, port_id: u32) -> PdqStamp {
-        PdqStamp { inner, link: PdqLink::new(params, rate, port_id) }
+    /// The flow controller of port `port_id` (rate `rate`) as a hook around `inner`.
+    pub fn new(inner: Box<dyn QueueDisc>, params: PdqSwitchParams, rate: Rate, port_id: u32) -> Hooked<PdqStamp> {
+        Hooked::new(PdqStamp { link: PdqLink::new(params, rate, port_id) }, inner)
     }
 }
 
-impl QueueDisc for PdqStamp {
-    fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
-        self.inner.enqueue(now, idx, pkts, fx)
+impl PortHook for PdqStamp {
+    #[inline]
+    fn dequeued(&mut self, now: Time, idx: PktIdx, _size: u32, pkts: &mut PacketArena, inner: &dyn QueueDisc) {
+        self.link.on_packet(now, pkts.get_mut(idx), inner.bytes());
     }
-    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
-        let (idx, size) = self.inner.dequeue(now, pkts)?;
-        let q = self.inner.bytes();
-        self.link.on_packet(now, pkts.get_mut(idx), q);
-        Some((idx, size))
-    }
-    fn dequeue_more(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
-        let (idx, size, more) = self.inner.dequeue_more(now, pkts)?;
-        let q = self.inner.bytes();
-        self.link.on_packet(now, pkts.get_mut(idx), q);
-        Some((idx, size, more))
-    }
-    fn next_ready(&self, now: Time) -> Option<Time> {
-        self.inner.next_ready(now)
-    }
-    fn bytes(&self) -> Bytes {
-        self.inner.bytes()
-    }
-    fn queue_bytes(&self, prio: u8) -> Bytes {
-        self.inner.queue_bytes(prio)
-    }
-    fn classes(&self) -> u8 {
-        self.inner.classes()
-    }
-    fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-    // `idle_passthrough` stays 0: every packet must pass `dequeue` to meet the controller.
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@
 //! period (its capacity kept), so the hot path allocates nothing once warm; only its size is
 //! used, never its iteration order, so runs stay deterministic.
 
+use super::hook::{Hooked, PortHook};
 use super::{PortEffects, QueueDisc};
 use crate::packet::{FlowId, PacketArena, PktIdx};
 use crate::units::{Bytes, Rate, Time};
@@ -38,7 +39,6 @@ use std::collections::HashSet;
 
 /// A switch port that stamps M21TCP's maximum window into the data packets offered to it.
 pub struct WindowStamp {
-    inner: Box<dyn QueueDisc>,
     /// `B + C x RTT`, bytes.
     budget: u64,
     /// The base RTT.
@@ -57,10 +57,13 @@ pub struct WindowStamp {
 impl WindowStamp {
     /// Wrap `inner` at a port of `buffer` bytes and link rate `rate`, counting flows per
     /// `period` (> 0).
-    pub fn new(inner: Box<dyn QueueDisc>, buffer: Bytes, rate: Rate, period: Time) -> WindowStamp {
+    pub fn new(inner: Box<dyn QueueDisc>, buffer: Bytes, rate: Rate, period: Time) -> Hooked<WindowStamp> {
         let period = period.max(Time(1));
         let budget = buffer.0.saturating_add(rate.bdp(period).0);
-        WindowStamp { inner, budget, period, rate, len: period, period_end: period, cur: HashSet::new(), prev: 0 }
+        Hooked::new(
+            WindowStamp { budget, period, rate, len: period, period_end: period, cur: HashSet::new(), prev: 0 },
+            inner,
+        )
     }
 
     /// Flows counted now (`N`).
@@ -73,51 +76,36 @@ impl WindowStamp {
         self.budget / n.max(1)
     }
 
-    fn roll(&mut self, now: Time) {
+    fn roll(&mut self, now: Time, queued: Bytes) {
         if now < self.period_end {
             return;
         }
         // An idle gap of a whole period or more: the previous period had no flow.
         self.prev = if now.0 - self.period_end.0 < self.len.0 { self.cur.len() as u64 } else { 0 };
         self.cur.clear();
-        self.len = self.period + self.rate.tx_time(self.inner.bytes());
+        self.len = self.period + self.rate.tx_time(queued);
         self.period_end = now + self.len;
     }
 }
 
-impl QueueDisc for WindowStamp {
-    fn enqueue(&mut self, now: Time, idx: PktIdx, pkts: &mut PacketArena, fx: &mut PortEffects) {
-        self.roll(now);
+impl PortHook for WindowStamp {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        idx: PktIdx,
+        pkts: &mut PacketArena,
+        fx: &mut PortEffects,
+        inner: &mut dyn QueueDisc,
+    ) {
+        self.roll(now, inner.bytes());
         let p = pkts.get_mut(idx);
         if p.is_data() {
             self.cur.insert(p.flow);
             let w = self.w_max(self.active()).min(u32::MAX as u64) as u32;
             p.rank = if p.rank == 0 { w } else { p.rank.min(w) };
         }
-        self.inner.enqueue(now, idx, pkts, fx)
+        inner.enqueue(now, idx, pkts, fx)
     }
-    fn dequeue(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32)> {
-        self.inner.dequeue(now, pkts)
-    }
-    fn dequeue_more(&mut self, now: Time, pkts: &mut PacketArena) -> Option<(PktIdx, u32, bool)> {
-        self.inner.dequeue_more(now, pkts)
-    }
-    fn next_ready(&self, now: Time) -> Option<Time> {
-        self.inner.next_ready(now)
-    }
-    fn bytes(&self) -> Bytes {
-        self.inner.bytes()
-    }
-    fn queue_bytes(&self, prio: u8) -> Bytes {
-        self.inner.queue_bytes(prio)
-    }
-    fn classes(&self) -> u8 {
-        self.inner.classes()
-    }
-    fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-    // `idle_passthrough` stays 0: every data packet must pass `enqueue` to be counted and stamped.
 }
 
 #[cfg(test)]
@@ -126,13 +114,20 @@ mod tests {
     use crate::packet::{Packet, PacketFlags};
     use crate::queue::priority::PriorityEcn;
 
-    fn port() -> WindowStamp {
+    fn port() -> Hooked<WindowStamp> {
         // PTCP Table 1 at 1 G: 96 KB buffer, 100 us RTT: B + C RTT = 96 000 + 12 500 B.
         let inner = Box::new(PriorityEcn::new(Bytes(96_000), 1, vec![None], false));
         WindowStamp::new(inner, Bytes(96_000), Rate::gbps(1), Time::us(100))
     }
 
-    fn offer(q: &mut WindowStamp, arena: &mut PacketArena, now: Time, flow: u32, rank: u32, data: bool) -> Packet {
+    fn offer(
+        q: &mut Hooked<WindowStamp>,
+        arena: &mut PacketArena,
+        now: Time,
+        flow: u32,
+        rank: u32,
+        data: bool,
+    ) -> Packet {
         let flags = if data { PacketFlags(PacketFlags::DATA) } else { PacketFlags::default() };
         let idx = arena.alloc(Packet { size: 1500, flow, rank, flags, ..Default::default() });
         let mut fx = PortEffects::default();
@@ -154,7 +149,7 @@ mod tests {
         assert_eq!(offer(&mut q, &mut a, Time::us(3), 8, 0, true).rank, 54_250);
         offer(&mut q, &mut a, Time::us(4), 9, 0, true);
         assert_eq!(offer(&mut q, &mut a, Time::us(5), 10, 0, true).rank, 27_125);
-        assert_eq!(q.active(), 4);
+        assert_eq!(q.hook().active(), 4);
     }
 
     /// State: 4 flows in the last period; event: a new period where only one has sent yet.
@@ -193,16 +188,16 @@ mod tests {
         // A packet at 120 us begins the second period with 60 KB queued: it lasts 580 us.
         let idx = a.alloc(Packet { size: 1500, flow: 0, flags: PacketFlags(PacketFlags::DATA), ..Default::default() });
         q.enqueue(Time::us(120), idx, &mut a, &mut fx);
-        assert_eq!(q.len, Time::us(100) + Rate::gbps(1).tx_time(Bytes(60_000)));
+        assert_eq!(q.hook().len, Time::us(100) + Rate::gbps(1).tx_time(Bytes(60_000)));
         for f in 1..30 {
             let idx =
                 a.alloc(Packet { size: 1500, flow: f, flags: PacketFlags(PacketFlags::DATA), ..Default::default() });
             q.enqueue(Time::us(400), idx, &mut a, &mut fx);
         }
-        assert_eq!(q.active(), 40, "still the previous period's 40 (the period has not ended)");
+        assert_eq!(q.hook().active(), 40, "still the previous period's 40 (the period has not ended)");
         let idx = a.alloc(Packet { size: 1500, flow: 0, flags: PacketFlags(PacketFlags::DATA), ..Default::default() });
         q.enqueue(Time::us(700), idx, &mut a, &mut fx);
-        assert_eq!(q.active(), 30, "the 580 us period saw 30 flows");
+        assert_eq!(q.hook().active(), 30, "the 580 us period saw 30 flows");
     }
 
     /// An earlier hop's smaller stamp is kept; control packets are not stamped or counted.
@@ -213,7 +208,7 @@ mod tests {
         assert_eq!(offer(&mut q, &mut a, Time::us(1), 1, 5_000, true).rank, 5_000);
         assert_eq!(offer(&mut q, &mut a, Time::us(2), 2, 200_000, true).rank, 54_250);
         assert_eq!(offer(&mut q, &mut a, Time::us(3), 3, 0, false).rank, 0, "control untouched");
-        assert_eq!(q.active(), 2, "control packets are not flows");
+        assert_eq!(q.hook().active(), 2, "control packets are not flows");
         assert_eq!(q.idle_passthrough(), 0);
     }
 
