@@ -1,5 +1,6 @@
 """Reduced variants of the PASE reproductions (repro/pase_*): the motivation figures of §2
-(Fig. 1, 2, 4) and the evaluation of §4 (Fig. 9, 10, probing), on the PASE 3-tier tree.
+(Fig. 1, 2, 4) and the evaluation of §4 (Fig. 9, 10, probing, and the ablations of
+Fig. 11-13(a)), on the PASE 3-tier tree.
 
 What is asserted follows from the mechanisms, or is the paper's qualitative claim where our
 model reproduces it; where it does not (D2TCP over DCTCP in Fig. 1's workload), the READMEs
