@@ -1205,9 +1205,10 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOut
 /// `run.abort_at_deadline`: wraps the run's transport so that nothing of a flow abandoned at
 /// its deadline reaches the transport or leaves it: packets of it arriving at a host are
 /// discarded, packets the transport sends for it are dropped before the NIC, its completion
-/// is ignored. A flow is abandoned if it has not completed by one picosecond after its
-/// deadline, the instant the runner's `Event::Abort` marks it (that event, pushed at the
-/// flow's arrival, precedes the flow's own events at the same instant). A flow that
+/// is ignored; only switch agents (arbitration messages) still handle it. A flow is abandoned
+/// if it has not completed by one picosecond after its deadline, the instant the runner's
+/// `Event::Abort` marks it (that event, pushed at the flow's arrival, precedes the flow's own
+/// events at the same instant). A flow that
 /// completed in time is never filtered (its last ACKs still reach the sender). Runs without
 /// the option pay nothing for it on the per-packet path.
 struct AbortAtDeadline {
@@ -1261,9 +1262,11 @@ impl crate::transport::layer::Layer for AbortAtDeadline {
     fn admit_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
         !self.late(ctx.flows, pkt.flow, ctx.now)
     }
-    fn admit_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) -> bool {
-        !self.late(ctx.flows, pkt.flow, ctx.now)
-    }
+    // Switch agents are the network's control plane, not the application: they handle an
+    // abandoned flow's messages (the default `admit_switch_packet`) and what they send is not
+    // filtered (`Layered` does not call `after` for them), so the release its ends send when
+    // it is abandoned climbs to every arbitrator that holds it; packets of it that reach a
+    // host are still discarded there.
     fn after(&mut self, ctx: &mut Ctx, sends_from: usize, completions_from: usize) {
         self.filter(ctx, sends_from, completions_from);
     }
@@ -1273,4 +1276,59 @@ impl crate::transport::layer::Layer for AbortAtDeadline {
 /// with a [`RunError`] naming the limit.
 pub fn try_run(sc: &Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, RunError> {
     Sim::new(sc).try_run(progress)
+}
+
+#[cfg(test)]
+mod abort_tests {
+    use super::*;
+    use crate::transport::Actions;
+    use crate::units::{Bytes, Rate};
+
+    /// Forwards every packet it gets back out, from a host or a switch.
+    struct Echo;
+    impl Transport for Echo {
+        fn name(&self) -> &'static str {
+            "echo"
+        }
+        fn start_flow(&mut self, _ctx: &mut Ctx, _flow: FlowId) {}
+        fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+            ctx.out.send(*pkt);
+        }
+        fn on_timer(&mut self, _ctx: &mut Ctx, _token: u64) {}
+        fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+            ctx.out.send(*pkt);
+        }
+    }
+
+    #[test]
+    fn abandoned_flow_is_filtered_at_hosts_but_its_switch_messages_pass() {
+        let flows = vec![FlowInfo {
+            id: 0,
+            src: 0,
+            dst: 1,
+            size: Bytes(100_000),
+            start: Time::ZERO,
+            base_rtt: Time::us(10),
+            path_rate: Rate::gbps(1),
+            host_rate: Rate::gbps(1),
+            deadline: Some(Time::us(50)),
+            background: false,
+        }];
+        let mut w = Layered::new(AbortAtDeadline { done: Vec::new() }, Box::new(Echo));
+        let pkt = Packet { src: 0, dst: 1, flow: 0, size: 64, ..Default::default() };
+        let mut call = |now: Time, switch: bool| {
+            let mut out = Actions::new();
+            let mut ctx = Ctx { now, host: 0, flows: &flows, out: &mut out };
+            if switch {
+                w.on_switch_packet(&mut ctx, &pkt);
+            } else {
+                w.on_packet(&mut ctx, &pkt);
+            }
+            out.sends.len()
+        };
+        // Before the deadline both pass; after it, a host drops the flow's packets, while a
+        // switch agent still handles them and its messages leave.
+        assert_eq!((call(Time::us(40), false), call(Time::us(40), true)), (1, 1));
+        assert_eq!((call(Time::us(60), false), call(Time::us(60), true)), (0, 1));
+    }
 }

@@ -113,3 +113,27 @@ fn abort_spares_a_flow_finishing_at_its_deadline() {
         assert_eq!((b.flows.aborted[0], b.flows.finish_ps[0]), (true, u64::MAX), "{proto}");
     }
 }
+
+/// PDQ with `abort_at_deadline`: two flows into host 0, the one with a deadline (the most
+/// critical, earliest deadline first) takes the receiver's link and the other is paused. At
+/// the deadline the first is abandoned; its sender's end packet removes it from the links'
+/// lists at once, so the paused flow is granted the link within a few round trips and
+/// finishes about one line-rate transfer after the deadline. Were the abandoned flow left in
+/// the lists, the second would wait for the list entry to expire (48 RTTs, ~400 us here).
+#[test]
+fn pdq_abandoned_flow_frees_the_link_for_the_paused_one() {
+    let sc = scenario_full(TOPO, r#"{"protocol":"pdq"}"#, NET, r#"{"abort_at_deadline":true}"#, r#"{"audit":true}"#);
+    let deadline = Time::us(300);
+    let flows = vec![
+        FlowSpec { deadline: Some(deadline), ..flow(1, 0, 2_000_000, Time::ZERO) },
+        flow(2, 0, 500_000, Time::us(1)),
+    ];
+    let (a, _) = run_flows(&sc, flows);
+    assert!(a.audit_errors.is_empty(), "{:?}", a.audit_errors);
+    assert_eq!(a.flows.aborted, vec![true, false]);
+    assert_eq!(a.flows.finish_ps[0], u64::MAX);
+    // 500 KB at 10 Gbit/s = 400 us; paused until the deadline, then at line rate.
+    let fct = a.flows.fct_ps[1];
+    assert!(fct > deadline.0 + Time::us(400).0, "the second flow waited for the first: {fct}");
+    assert!(fct < deadline.0 + Time::us(500).0, "granted within a few RTTs of the abort: {fct}");
+}

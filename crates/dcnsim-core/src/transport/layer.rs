@@ -21,7 +21,9 @@ pub trait Layer {
     fn admit_packet(&mut self, _ctx: &mut Ctx, _pkt: &Packet) -> bool {
         true
     }
-    /// A packet addressed to switch `ctx.host` arrived; return false to withhold it.
+    /// A packet addressed to switch `ctx.host` arrived; return false to withhold it. Switch
+    /// agents are the network's control plane: what they send is not passed to
+    /// [`Layer::after`].
     fn admit_switch_packet(&mut self, _ctx: &mut Ctx, _pkt: &Packet) -> bool {
         true
     }
@@ -30,8 +32,8 @@ pub trait Layer {
     fn own_timer(&mut self, _ctx: &mut Ctx, _token: u64, _inner: &mut dyn Transport) -> bool {
         false
     }
-    /// After the transport handled an event (every one but `on_flow_abandoned`, whose
-    /// release messages always leave): `ctx.out.sends[sends_from..]` and
+    /// After the transport handled an event at a host (every one but `on_flow_abandoned`,
+    /// whose release messages always leave): `ctx.out.sends[sends_from..]` and
     /// `ctx.out.completions[completions_from..]` are what it added; the layer may remove
     /// entries from those ranges (never from before them) or note them.
     fn after(&mut self, _ctx: &mut Ctx, _sends_from: usize, _completions_from: usize) {}
@@ -104,7 +106,7 @@ impl<L: Layer> Transport for Layered<L> {
     }
     fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         if self.layer.admit_switch_packet(ctx, pkt) {
-            self.guarded(ctx, |t, ctx| t.on_switch_packet(ctx, pkt));
+            self.inner.on_switch_packet(ctx, pkt);
         }
     }
     fn arb_msgs(&self, port: u32) -> u64 {
@@ -280,7 +282,7 @@ mod tests {
             assert!(ctx.out.completions.is_empty(), "the layer removed the completion");
         });
         assert_eq!(*calls.borrow(), ["on_timer", "start_flow"]);
-        assert_eq!(t.layer().afters, 3, "after() runs for each event that reached the transport or a timer");
+        assert_eq!(t.layer().afters, 3, "after() runs for each host event that reached the transport and each timer");
     }
 
     #[test]

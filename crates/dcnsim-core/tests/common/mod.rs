@@ -111,6 +111,24 @@ impl Transport for Recorder {
     fn host_reorder_max_bytes(&self, host: u32) -> u64 {
         self.inner.host_reorder_max_bytes(host)
     }
+    fn wants_switch_packets(&self) -> bool {
+        self.inner.wants_switch_packets()
+    }
+    fn set_flow_paths(&mut self, paths: dcnsim_core::transport::FlowPaths) {
+        self.inner.set_flow_paths(paths)
+    }
+    fn on_switch_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
+        self.inner.on_switch_packet(ctx, pkt)
+    }
+    fn arb_msgs(&self, port: u32) -> u64 {
+        self.inner.arb_msgs(port)
+    }
+    fn arb_msgs_sent(&self) -> u64 {
+        self.inner.arb_msgs_sent()
+    }
+    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.inner.on_flow_abandoned(ctx, flow)
+    }
 }
 
 /// Run `sc`'s network and transport on `flows`, recording receptions.

@@ -33,7 +33,12 @@
 //!   increase) after starting at one packet when it enters that queue, and a flow in the
 //!   bottom queue keeps `cwnd = 1`. `alpha` is DCTCP's EWMA of the marked fraction per window
 //!   (gain `g`). The same rules apply when a new answer arrives, so a flow starts at
-//!   `R_ref x RTT` in the top queue (no slow start).
+//!   `R_ref x RTT` in the top queue (no slow start). The restart at one packet is the paper's,
+//!   not a choice: §3.2's prose sets the window of every flow outside the top queue to one
+//!   packet and lets DCTCP's laws act only on the ACKs after that, and Algorithm 2 sets
+//!   `isInterQueue` and `cwnd = 1` on entry to an intermediate queue. `isInterQueue` is cleared
+//!   only in the top and bottom queues, so a flow moved from one intermediate queue to another
+//!   keeps its window; one arriving from the top or the bottom queue starts again at one.
 //! - **Loss recovery (§3.2)**: in the top queue a timeout (`min_rto_top`) resends from the
 //!   first unacknowledged packet. In lower queues a timeout (`min_rto_other`) sends a
 //!   header-only probe in the flow's queue instead, and doubles the timeout; with `probing`
@@ -1677,6 +1682,47 @@ mod tests {
         assert_eq!(rel.len(), 1);
         assert_eq!((rel[0].dst, rel[0].rank & (REQ_RELEASE | REQ_SOURCE_HALF)), (11, REQ_RELEASE));
         assert!(h.call(Time::us(30), 5, |t, c| t.on_flow_abandoned(c, 0)).sends.is_empty());
+    }
+
+    /// Algorithm 2 and §3.2: a flow entering an intermediate queue from the top or the bottom
+    /// queue (or at its start) is set to one packet; one moving between intermediate queues
+    /// keeps its window and grows by DCTCP's 1/cwnd per ACK; the top queue sets R_ref x RTT
+    /// and the bottom queue one packet.
+    #[test]
+    fn intermediate_queue_entry_restarts_at_one_packet_and_moves_between_them_keep_the_window() {
+        let h = H::new(serde_json::Value::Null, vec![flow(0, 0, 1, 1000 * MSS)]);
+        let (f, p) = (&h.flows[0], &h.t.params);
+        assert_eq!(p.bottom(), 6);
+        let mut s = PaseSender::new(f, p, Decision { queue: 2, rate: Rate::gbps(1) });
+        s.adjust(f, p, 0);
+        assert_eq!((s.cwnd, s.inter), (1.0, true), "a new flow in an intermediate queue starts at one packet");
+        s.adjust(f, p, 3);
+        let grown = s.cwnd;
+        assert!(grown > 2.0 && grown < 3.0, "three ACKs of 1/cwnd each: {grown}");
+        // Demoted from queue 2 to queue 5, both intermediate: the window stays and grows on.
+        s.queue = 5;
+        s.adjust(f, p, 0);
+        assert_eq!((s.cwnd, s.inter), (grown, true));
+        s.adjust(f, p, 1);
+        assert_eq!(s.cwnd, grown + 1.0 / grown);
+        // Promoted to the top: R_ref x RTT = 10 Gbit/s x 12 us / (8 x 1500 B) = 10 packets.
+        s.queue = 0;
+        s.rref = Rate::gbps(10);
+        s.adjust(f, p, 0);
+        assert_eq!((s.cwnd, s.inter), (10.0, false));
+        // Demoted from the top into an intermediate queue: back to one packet.
+        s.queue = 1;
+        s.adjust(f, p, 0);
+        assert_eq!((s.cwnd, s.inter), (1.0, true));
+        s.adjust(f, p, 4);
+        assert!(s.cwnd > 2.0);
+        // The bottom queue holds one packet; coming back up into an intermediate queue restarts.
+        s.queue = 6;
+        s.adjust(f, p, 5);
+        assert_eq!((s.cwnd, s.inter), (1.0, false));
+        s.queue = 3;
+        s.adjust(f, p, 0);
+        assert_eq!((s.cwnd, s.inter), (1.0, true));
     }
 
     #[test]

@@ -29,6 +29,12 @@
 //!   the pausing one within half an RTT (`queue/pdq.rs`).
 //! - Early termination of deadline flows that cannot make it is not modelled (PASE's Fig. 2
 //!   measures completion times without deadlines); `run.abort_at_deadline` is the runner's.
+//!   When the application abandons a flow there (`Transport::on_flow_abandoned`), the sender
+//!   stops at once and sends one header-only packet of the kind that ends a flow at the
+//!   switches (`KIND_DATA_FIN`, no payload, `seq` past the flow's last byte, so the receiver
+//!   stores nothing): every link of the path removes the flow from its list as it does after
+//!   a flow's last data packet, instead of holding its rate until `expiry`. The receiver
+//!   ignores that packet and forgets the flow.
 //! - The RTT in `RTT_H`, the probe period and the pacing is the smoothed RTT (7/8 EWMA of the
 //!   samples echoed in ACKs), the base RTT before the first sample.
 //! - Default `rto` = 4 x the flow's base RTT (PDQ's simulator uses a small fixed timeout; the
@@ -449,6 +455,8 @@ pub struct Pdq {
     senders: Vec<Option<Box<PdqSender>>>,
     receivers: Vec<Option<Box<PdqReceiver>>>,
     stats: Vec<FlowStats>,
+    /// Flows the application abandoned (the receiver ignores their packets).
+    abandoned: Vec<bool>,
 }
 
 impl Pdq {
@@ -456,7 +464,7 @@ impl Pdq {
         Ok(Pdq::new(PdqParams::from_config(cfg, net)?))
     }
     pub fn new(params: PdqParams) -> Pdq {
-        Pdq { params, senders: Vec::new(), receivers: Vec::new(), stats: Vec::new() }
+        Pdq { params, senders: Vec::new(), receivers: Vec::new(), stats: Vec::new(), abandoned: Vec::new() }
     }
     /// The switch side the protocol needs on every port.
     pub fn derive(cfg: &serde_json::Value, net: &NetInfo) -> Result<Derived, PdqConfigError> {
@@ -471,6 +479,7 @@ impl Pdq {
             self.senders.resize_with(n, || None);
             self.receivers.resize_with(n, || None);
             self.stats.resize(n, FlowStats::default());
+            self.abandoned.resize(n, false);
         }
     }
     fn retire(&mut self, id: usize) {
@@ -504,7 +513,7 @@ impl Transport for Pdq {
         self.ensure(ctx.flows.len());
         let f = &ctx.flows[id];
         match pkt.kind {
-            KIND_DATA | KIND_DATA_FIN | KIND_PROBE if ctx.host == f.dst => {
+            KIND_DATA | KIND_DATA_FIN | KIND_PROBE if ctx.host == f.dst && !self.abandoned[id] => {
                 let r = self.receivers[id].get_or_insert_with(|| Box::new(PdqReceiver::new(f, &self.params)));
                 if r.on_packet(ctx, f, &self.params, pkt) {
                     ctx.out.complete(f.id);
@@ -529,6 +538,38 @@ impl Transport for Pdq {
         let f = &ctx.flows[id];
         if let Some(s) = self.senders[id].as_mut() {
             s.on_timer(ctx, f, &self.params, kind, gen);
+        }
+    }
+
+    /// An abandoned flow (`run.abort_at_deadline`): the source stops sending and tells the
+    /// links on its path to drop the flow; the destination forgets it.
+    fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let id = flow as usize;
+        if id >= ctx.flows.len() {
+            return;
+        }
+        self.ensure(ctx.flows.len());
+        let f = &ctx.flows[id];
+        if ctx.host == f.src {
+            if let Some(s) = self.senders[id].take() {
+                self.stats[id] = s.stats;
+                if !s.is_done() {
+                    ctx.out.send(s.header(Packet {
+                        src: f.src,
+                        dst: f.dst,
+                        flow: f.id,
+                        size: self.params.ctrl_size as u32,
+                        prio: self.params.prio,
+                        kind: KIND_DATA_FIN,
+                        seq: s.nseg * self.params.mss,
+                        ts: ctx.now,
+                        ..Default::default()
+                    }));
+                }
+            }
+        } else if ctx.host == f.dst {
+            self.receivers[id] = None;
+            self.abandoned[id] = true;
         }
     }
 
@@ -697,6 +738,44 @@ mod tests {
         let c = h.ack(Time::us(300), ack2);
         assert!(c.sends[0].is_data());
         assert_eq!(paused_by_of(c.sends[0].rank), 0);
+    }
+
+    #[test]
+    fn abandoned_sending_flow_stops_and_its_end_packet_clears_the_links() {
+        let mut h = H::new(100 * MSS);
+        let a = h.start();
+        let mut link = PdqLink::new(h.t.params.switch.clone(), Rate::gbps(1), 3);
+        let ack = h.through(Time::us(100), a.sends[0], Some(&mut link));
+        let b = h.ack(Time::us(100), ack);
+        let d = b.sends[0];
+        let ack2 = h.through(Time::us(150), d, Some(&mut link));
+        assert_eq!(link.len(), 1, "the link holds the sending flow");
+        // The application abandons the flow: the source sends one header-only end packet.
+        let src = h.call(Time::us(160), 0, |t, c| t.on_flow_abandoned(c, 0));
+        assert_eq!(src.sends.len(), 1);
+        let end = src.sends[0];
+        assert_eq!(end.kind, KIND_DATA_FIN);
+        assert!(!end.is_data());
+        assert_eq!((end.payload, end.size as u64), (0, h.t.params.ctrl_size));
+        assert_eq!(end.seq, 100 * MSS, "past the last byte");
+        assert!(h.t.sender(0).is_none(), "sender forgotten");
+        let dst = h.call(Time::us(160), 1, |t, c| t.on_flow_abandoned(c, 0));
+        assert!(dst.sends.is_empty());
+        // Crossing the link, the end packet removes the flow at once (not after `expiry`).
+        let mut e = end;
+        link.on_packet(Time::us(170), &mut e, Bytes(0));
+        assert_eq!(link.len(), 0, "the link forgot the flow");
+        // The receiver ignores it and the flow's late packets; the sender's timers and a late
+        // ACK send nothing.
+        let r = h.call(Time::us(180), 1, |t, c| t.on_packet(c, &e));
+        assert!(r.sends.is_empty() && r.completions.is_empty());
+        let r2 = h.call(Time::us(181), 1, |t, c| t.on_packet(c, &d));
+        assert!(r2.sends.is_empty() && r2.completions.is_empty());
+        assert!(h.fire(&b, TIMER_PACE).sends.is_empty());
+        assert!(h.fire(&a, TIMER_RTO).sends.is_empty());
+        assert!(h.ack(Time::us(200), ack2).sends.is_empty());
+        // Abandoning again (or a finished flow) sends nothing more.
+        assert!(h.call(Time::us(210), 0, |t, c| t.on_flow_abandoned(c, 0)).sends.is_empty());
     }
 
     #[test]
