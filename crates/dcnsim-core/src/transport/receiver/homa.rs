@@ -103,6 +103,34 @@
 //! `aeolus_mode = "low_priority"` (§V-E alternative) unscheduled packets and the probe ride the
 //! lowest class and the scheduled levels sit just above it.
 //!
+//! # The idealised first RTT (Aeolus §II-C, Fig. 1(b) and 4)
+//! The paper's "hypothetical Homa" knows, with hindsight, the spare bandwidth of every link
+//! in the first RTT: it sends unscheduled packets only where they fit, so scheduled packets
+//! are never queued behind or dropped because of them; what does not fit is sent later as
+//! scheduled data. No sender can know that, so the oracle is built from its effect:
+//! - unscheduled packets ride the lowest class (`aeolus = true`, `aeolus_mode =
+//!   "low_priority"`): a switch sends them only when no scheduled packet waits, so they use
+//!   spare capacity only;
+//! - the switches push that class out (`network.pushout_classes = [7]`): a scheduled packet
+//!   that finds the port full evicts queued unscheduled packets, so they never take buffer
+//!   from scheduled ones;
+//! - the probe rides the control class (`aeolus_probe_class = "control"`): it reaches the
+//!   receiver at once, which then counts every unscheduled packet not yet arrived (pushed
+//!   out, dropped, or still waiting for spare capacity somewhere) as not sent in the first
+//!   RTT and grants it; the sender resends it as a scheduled packet, in the message's
+//!   scheduled class (for a small message the highest one). The receiver also learns
+//!   about a message whose every unscheduled packet is stuck, which with the probe in the
+//!   lowest class (the plain §V-E alternative) waited with them, so the small messages whose
+//!   packets were stuck behind granted data finished only when that data had drained.
+//!
+//! Differences from the oracle: the oracle sends nothing that will not fit, while here the
+//! whole first RTT is sent and what does not fit is sent a second time (the stuck original
+//! may still arrive, as a duplicate, when capacity frees up), so transfer efficiency is
+//! below 1; a unscheduled packet in service still holds a link for one packet time
+//! (switches do not preempt); and the construction only keeps *unscheduled* packets from
+//! hurting scheduled ones: scheduled packets that overflow a port by themselves (the grants
+//! of several messages beyond the buffer, above) are still dropped.
+//!
 //! # Configuration (`protocol = "homa"`)
 //! | field | default | meaning |
 //! |---|---|---|
@@ -120,6 +148,7 @@
 //! | `aeolus` | false | add the Aeolus building block |
 //! | `aeolus_mode` | `"selective_drop"` | `"low_priority"`: the §V-E priority-queueing alternative |
 //! | `aeolus_probe` | true | false: Aeolus without the probe (Fig. 22) |
+//! | `aeolus_probe_class` | `"unscheduled"` | `"control"`: the probe rides class 0 (needs `aeolus_mode = "low_priority"`); the idealised first RTT below |
 //!
 //! # Choices where the papers leave room
 //! - Control packets (GRANT, RESEND, BUSY, ACK, Aeolus ACKs) ride class 0, the highest,
@@ -385,6 +414,19 @@ pub struct HomaConfig {
     pub aeolus: bool,
     pub aeolus_mode: UnschedMode,
     pub aeolus_probe: bool,
+    pub aeolus_probe_class: ProbeClass,
+}
+
+/// The class of the Aeolus probe (`aeolus_probe_class`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeClass {
+    /// The message's unscheduled class, behind its unscheduled packets on every hop.
+    #[default]
+    Unscheduled,
+    /// Class 0, with the control packets: it overtakes unscheduled packets waiting in the
+    /// lowest class (`aeolus_mode = "low_priority"`), which it then declares lost.
+    Control,
 }
 
 /// Which missing packet ranges one RESEND round of a message asks for (`resend_ranges`).
@@ -455,6 +497,7 @@ impl Default for HomaConfig {
             aeolus: false,
             aeolus_mode: UnschedMode::SelectiveDrop,
             aeolus_probe: true,
+            aeolus_probe_class: ProbeClass::Unscheduled,
         }
     }
 }
@@ -521,6 +564,8 @@ pub struct HomaParams {
     pub resend_class: ResendClass,
     pub sender_timeout: Time,
     pub aeolus: Option<AeolusConfig>,
+    /// The Aeolus probe rides class 0 instead of the message's unscheduled class.
+    pub probe_control: bool,
 }
 
 /// Fraction of a workload's bytes that are unscheduled: E[min(size, rtt_bytes)] / E[size],
@@ -580,6 +625,7 @@ impl HomaConfig {
         "aeolus",
         "aeolus_mode",
         "aeolus_probe",
+        "aeolus_probe_class",
     ];
 
     /// Parse a `[transport]` table (JSON form, `protocol` removed). `null` means all defaults.
@@ -627,6 +673,15 @@ impl HomaConfig {
                 b
             }
         };
+        if self.aeolus_probe_class == ProbeClass::Control
+            && !(self.aeolus && self.aeolus_probe && self.aeolus_mode == UnschedMode::LowPriority)
+        {
+            return Err(bad(
+                "aeolus_probe_class",
+                "\"control\"".into(),
+                "a probe in the control class is for unscheduled packets in the lowest class: set aeolus = true and aeolus_mode = \"low_priority\" (with the probe on), or remove aeolus_probe_class".into(),
+            ));
+        }
         if self.resend_timeout == Time::ZERO {
             return Err(bad("resend_timeout", "\"0ps\"".into(), "must be > 0, e.g. \"1ms\"".into()));
         }
@@ -749,6 +804,7 @@ impl HomaConfig {
             resend_class: self.resend_class,
             sender_timeout: self.sender_timeout.unwrap_or(self.resend_timeout * 2),
             aeolus: self.aeolus.then_some(AeolusConfig { mode: self.aeolus_mode, probe: self.aeolus_probe }),
+            probe_control: self.aeolus_probe_class == ProbeClass::Control,
         })
     }
 }
@@ -779,6 +835,14 @@ impl HomaParams {
             return self.classes - 1;
         }
         self.unsched_level(size).min(self.classes - 1)
+    }
+    /// Class of the Aeolus probe of a message whose unscheduled packets ride `unsched_prio`.
+    pub fn probe_prio(&self, unsched_prio: u8) -> u8 {
+        if self.probe_control {
+            0
+        } else {
+            unsched_prio
+        }
     }
     /// Class of the scheduled packets of the message ranked `rank` (0 = fewest remaining
     /// bytes) among `n` messages being granted.
@@ -1169,7 +1233,7 @@ impl Homa {
             m.aeolus
                 .as_mut()
                 .and_then(|a| a.probe_due())
-                .map(|last| aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, m.unsched_prio))
+                .map(|last| aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, p.probe_prio(m.unsched_prio)))
         } else {
             None
         };
@@ -1223,7 +1287,7 @@ impl Homa {
     }
 
     fn on_grant(&mut self, ctx: &mut Ctx, pkt: &Packet) {
-        let (p_mss, ctrl) = (self.p.mss, self.p.ctrl_size);
+        let (p_mss, ctrl, probe_control) = (self.p.mss, self.p.ctrl_size, self.p.probe_control);
         let f = pkt.flow;
         let Some(m) = self.sender_msg(f) else { return };
         m.heard = true;
@@ -1235,9 +1299,10 @@ impl Homa {
             if let Some(a) = m.aeolus.as_mut() {
                 a.exit_precredit();
                 let w = aeolus::Wire { mss: p_mss, ctrl_size: ctrl };
-                probe = a
-                    .probe_due()
-                    .map(|last| aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, m.unsched_prio));
+                probe = a.probe_due().map(|last| {
+                    let prio = if probe_control { 0 } else { m.unsched_prio };
+                    aeolus::probe_packet(w, KIND_PROBE, m.dst, f, last, m.size, prio)
+                });
             }
         }
         if let Some(pr) = probe {
@@ -2410,6 +2475,86 @@ mod tests {
         assert_eq!((p.sched_prio(0, 6), p.sched_prio(5, 6), p.sched_prio(0, 1)), (1, 6, 6));
     }
 
+    /// Idealised first RTT (`aeolus_mode = "low_priority"`, `aeolus_probe_class =
+    /// "control"`): on flow start the unscheduled burst rides the lowest class and the probe
+    /// that follows it rides class 0, the control class.
+    #[test]
+    fn control_probe_on_flow_start_rides_class_0_behind_a_lowest_class_burst() {
+        let fl = flows(&[(0, 1, 3 * MSS)]);
+        let cfg =
+            json!({"aeolus": true, "aeolus_mode": "low_priority", "aeolus_probe_class": "control", "unsched_prios": 2});
+        let mut h = homa(cfg);
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+        let got: Vec<(u8, u64, u8)> = sent.iter().map(|p| (p.kind, p.seq / MSS, p.prio)).collect();
+        assert_eq!(got, vec![(KIND_DATA, 0, 7), (KIND_DATA, 1, 7), (KIND_DATA, 2, 7), (KIND_PROBE, 2, 0)]);
+        // The default keeps the probe behind the burst, in the lowest class.
+        let mut h = homa(json!({"aeolus": true, "aeolus_mode": "low_priority", "unsched_prios": 2}));
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+        assert_eq!((sent[3].kind, sent[3].prio), (KIND_PROBE, 7));
+    }
+
+    /// Idealised first RTT: the control-class probe arrives while unscheduled packets 1 and
+    /// 2 still wait in a switch's lowest class (no spare capacity). The receiver declares
+    /// them lost and grants them; the sender resends them as scheduled packets in the
+    /// granted class, above the lowest class, without any timeout. The waiting originals,
+    /// arriving later, are duplicates and do not complete the message twice.
+    #[test]
+    fn control_probe_on_overtaking_waiting_unscheduled_packets_gets_them_resent_as_scheduled() {
+        let fl = flows(&[(0, 1, 3 * MSS)]);
+        let cfg =
+            json!({"aeolus": true, "aeolus_mode": "low_priority", "aeolus_probe_class": "control", "unsched_prios": 2});
+        let mut h = homa(cfg);
+        let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+        let mut sent = a.sends.clone();
+        sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+        let mut probe = sent[3];
+        probe.src = 0;
+        // Receiver: packet 0, then the probe (packets 1 and 2 are still queued).
+        let mut to_sender = Vec::new();
+        let a = call(1, Time::us(2), &fl, |c| h.on_packet(c, &data(&fl[0], 0, true)));
+        to_sender.extend(a.sends.iter().copied());
+        let a = call(1, Time::us(3), &fl, |c| h.on_packet(c, &probe));
+        to_sender.extend(a.sends.iter().copied());
+        assert!(a.completions.is_empty());
+        let grant = to_sender.iter().rev().find(|p| p.kind == KIND_GRANT).expect("the probe's losses are granted");
+        assert!(grant.seq >= 3 * MSS, "the whole message is granted: {}", grant.seq);
+        assert!((grant.rank as u8) < 7, "scheduled class above the lowest: {}", grant.rank);
+        // Sender: the feedback arrives; the two packets go again, as scheduled ones.
+        h.hosts[0].nic_busy = true;
+        let mut out = Vec::new();
+        for p in &to_sender {
+            let mut p = *p;
+            p.src = 1;
+            out.extend(call(0, Time::us(5), &fl, |c| h.on_packet(c, &p)).sends.iter().copied());
+        }
+        out.extend(drain(&mut h, &fl, 0, Time::us(6), 4));
+        let d: Vec<(u64, u8, bool)> = out
+            .iter()
+            .filter(|p| p.kind == KIND_DATA)
+            .map(|p| (p.seq / MSS, p.prio, p.flags.has(PacketFlags::UNSCHEDULED)))
+            .collect();
+        let g = grant.rank as u8;
+        assert_eq!(d, vec![(1, g, false), (2, g, false)]);
+        assert_eq!(h.flow_stats(0).timeouts, 0);
+        // Receiver: the resent copies complete the message; the late originals change nothing.
+        let mut done = 0;
+        for i in [1u64, 2] {
+            let mut pk = data(&fl[0], i, false);
+            pk.prio = g;
+            pk.aux2 = DATA_RETX | DATA_CHARGED;
+            done += call(1, Time::us(7 + i), &fl, |c| h.on_packet(c, &pk)).completions.len();
+        }
+        assert_eq!(done, 1);
+        for i in [1u64, 2] {
+            let a = call(1, Time::us(20 + i), &fl, |c| h.on_packet(c, &data(&fl[0], i, true)));
+            assert!(a.completions.is_empty());
+        }
+    }
+
     #[test]
     fn config_errors_name_the_field() {
         let cases = [
@@ -2427,6 +2572,12 @@ mod tests {
             (json!({"resend_per_peer": "one"}), "transport.resend_per_peer"),
             (json!({"resend_per_peer": -1}), "transport.resend_per_peer"),
             (json!({"aeolus_mode": "fancy"}), "transport.aeolus_mode"),
+            (json!({"aeolus_probe_class": "fancy"}), "transport.aeolus_probe_class"),
+            (json!({"aeolus": true, "aeolus_probe_class": "control"}), "transport.aeolus_probe_class"),
+            (
+                json!({"aeolus": true, "aeolus_mode": "low_priority", "aeolus_probe": false, "aeolus_probe_class": "control"}),
+                "transport.aeolus_probe_class",
+            ),
             (json!({"aeolus": "yes"}), "transport.aeolus"),
             (json!({"grants": 3}), "transport.grants"),
         ];
