@@ -362,6 +362,15 @@ impl Transport for Paused {
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.inner.flow_stats(flow)
     }
+    fn supports_append(&self) -> bool {
+        self.inner.supports_append()
+    }
+    fn keep_open(&mut self, flow: FlowId) {
+        self.inner.keep_open(flow)
+    }
+    fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.inner.append(ctx, flow)
+    }
     fn host_reorder_max_bytes(&self, host: crate::packet::NodeId) -> u64 {
         self.inner.host_reorder_max_bytes(host)
     }
