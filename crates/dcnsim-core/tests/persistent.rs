@@ -58,8 +58,8 @@ const SLOW_START_1: &str = r#"{"protocol":"tcp","init_cwnd":1}"#;
 /// 211.024 us. Every round of fresh connections takes 211.024 us.
 ///
 /// Persistent: round 1 is the same; its last ACKs reach the senders at 250.048 and 262.048 us
-/// (before round 2 starts at 211.024 + 100 = 311.024 us) and leave each window at 3 segments
-/// (slow start, one segment per ACK). Round 2 sends both segments of each sender at once:
+/// (before round 2 starts at 211.024 + 100 = 311.024 us) and leave each window at 2 segments
+/// or more (see the next test). Round 2 sends both segments of each sender at once:
 /// they reach the switch at 37 and 49 us, the port serialises four packets from 37 us and the
 /// last arrives at 37 + 4 x 12 + 25 = 110 us. Rounds 2-4 take 110 us.
 #[test]
@@ -139,9 +139,13 @@ impl Transport for AppendWatch {
     }
 }
 
-/// Round 2 on a persistent connection starts at the window round 1 ended with: 3 segments
-/// (initial 1, plus one per ACK of slow start), not the initial window; round 3 at 5. Only
-/// the blocks of round 1 (flows 0 and 1) open connections; later blocks go on them.
+/// Round 2 on a persistent connection starts at the window round 1 ended with, not the
+/// initial window of 1 segment. With window validation on (the `[host]` default) a window
+/// grows only while it limits the sender: round 1's first ACK grows 1 -> 2 segments (the
+/// window held the sender back), its second does not (2 segments open, 1 left to send), so
+/// round 2 starts at 2; in round 2 both segments fill the window and both ACKs grow it to 4;
+/// in round 3 the window of 4 never limits 2 segments, so round 4 starts at 4 too. Only the
+/// blocks of round 1 (flows 0 and 1) open connections; later blocks go on them.
 #[test]
 fn persistent_connection_starts_round_two_at_round_one_window() {
     let sc = scenario(&format!("{{{TWO_SEGS},\"persistent\":true}}"), SLOW_START_1);
@@ -152,7 +156,7 @@ fn persistent_connection_starts_round_two_at_round_one_window() {
     assert!(out.audit_errors.is_empty(), "{:?}", out.audit_errors);
     let mss = 1460;
     let got = log.borrow().clone();
-    assert_eq!(got, vec![(0, 3 * mss), (1, 3 * mss), (0, 5 * mss), (1, 5 * mss), (0, 7 * mss), (1, 7 * mss)]);
+    assert_eq!(got, vec![(0, 2 * mss), (1, 2 * mss), (0, 4 * mss), (1, 4 * mss), (0, 4 * mss), (1, 4 * mss)]);
 }
 
 /// Every window-based transport the scenario accepts keeps rounds apart and completes every
