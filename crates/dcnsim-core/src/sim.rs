@@ -1203,9 +1203,9 @@ impl Conns {
         for r in 0..ch.rounds {
             let first = ch.first + r * ch.per_round;
             let mut seen: std::collections::BTreeMap<(NodeId, NodeId), usize> = Default::default();
-            for f in first..first + ch.per_round {
-                let k = seen.entry((flows[f].src, flows[f].dst)).or_insert(0);
-                let c = *open.entry((flows[f].src, flows[f].dst, *k)).or_insert(f as u32);
+            for (f, fl) in flows.iter().enumerate().skip(first).take(ch.per_round) {
+                let k = seen.entry((fl.src, fl.dst)).or_insert(0);
+                let c = *open.entry((fl.src, fl.dst, *k)).or_insert(f as u32);
                 *k += 1;
                 self.persistent[f] = true;
                 self.conn[f] = c;
