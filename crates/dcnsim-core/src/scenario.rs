@@ -627,7 +627,17 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             m.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
-    registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+    let built = registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+    if let Some(i) = workload.persistent_component() {
+        if !built.supports_append() {
+            return Err(FieldError::invalid(
+                format!("workload[{i}].persistent"),
+                format!("asks for connections kept open across rounds, which protocol `{protocol}` cannot carry"),
+                "set persistent = false, or use a window-based TCP transport (tcp, dctcp, d2tcp, l2dct, ptcp, ictcp, iatcp, m21tcp)",
+            )
+            .into());
+        }
+    }
 
     let classes = network.priorities as usize;
     let explicit_k: Option<Vec<Bytes>> = if let Some(per_q) = &network.ecn_k_per_queue {

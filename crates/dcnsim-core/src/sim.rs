@@ -26,8 +26,8 @@ use crate::queue::PortEffects;
 use crate::rng::{streams, Rng};
 use crate::scenario::{PortSelection, Scenario};
 use crate::transport::layer::Layered;
-use crate::transport::{registry, Actions, Ctx, FlowInfo, Transport};
-use crate::units::Time;
+use crate::transport::{registry, Actions, Ctx, FlowInfo, FlowStats, Transport};
+use crate::units::{Bytes, Time};
 use std::time::Instant;
 
 /// Drop cause: a packet reached a host it was not addressed to (a routing bug).
@@ -125,6 +125,8 @@ pub struct Sim<'a> {
     offsets: Vec<Time>,
     /// Flows of barrier rounds that have not arrived yet.
     gated_unstarted: u64,
+    /// Persistent connections (barrier rounds with `persistent = true`); `None` without.
+    conns: Option<Box<Conns>>,
     fg_total: u64,
     fg_done: u64,
     /// Every foreground flow has arrived and completed and the run stops when done
@@ -204,6 +206,18 @@ impl<'a> Sim<'a> {
             }
         }
         sim.gated_unstarted = (n - sim.open_end) as u64;
+        if plan.chains.iter().any(|c| c.persistent) {
+            let mut cs = Conns::new(&sim.flows);
+            for ch in plan.chains.iter().filter(|c| c.persistent) {
+                cs.assign(&sim.flows, ch);
+            }
+            for (f, &c) in cs.conn.iter().enumerate() {
+                if c as usize == f && cs.persistent[f] {
+                    sim.transport.keep_open(c);
+                }
+            }
+            sim.conns = Some(Box::new(cs));
+        }
         sim
     }
 
@@ -318,6 +332,7 @@ impl<'a> Sim<'a> {
             gate: Vec::new(),
             rounds: Vec::new(),
             offsets: Vec::new(),
+            conns: None,
             gated_unstarted: 0,
             fg_total,
             fg_done: 0,
@@ -779,8 +794,26 @@ impl<'a> Sim<'a> {
         let host = self.flows[f].src;
         let mut out = std::mem::take(&mut self.actions);
         out.clear();
+        // A block of a persistent connection: appended to the connection's flow (the
+        // transport sees the connection grow), or opening it.
+        let carrier = match self.conns.as_deref_mut() {
+            Some(cs) if cs.persistent[f] => {
+                let c = cs.conn[f] as usize;
+                cs.begin(f, self.transport.flow_stats(c as FlowId), self.sent[c]);
+                if c != f {
+                    self.flows[c].size = Bytes(self.flows[c].size.0 + self.flows[f].size.0);
+                    Some(c)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
         let mut ctx = Ctx { now, host, flows: &self.flows, out: &mut out };
-        self.transport.start_flow(&mut ctx, f as FlowId);
+        match carrier {
+            Some(c) => self.transport.append(&mut ctx, c as FlowId),
+            None => self.transport.start_flow(&mut ctx, f as FlowId),
+        }
         self.apply(now, host, &mut out);
         self.actions = out;
         let fl = &self.flows[f];
@@ -857,7 +890,7 @@ impl<'a> Sim<'a> {
             self.q.push(at.max(now), Event::Timer { host, token });
         }
         for &f in &out.completions {
-            let fi = f as usize;
+            let mut fi = f as usize;
             if fi >= self.flows.len() {
                 self.audit_errors.push(format!("completion of unknown flow {f}"));
                 continue;
@@ -865,6 +898,22 @@ impl<'a> Sim<'a> {
             if self.flows[fi].dst != host {
                 self.audit_errors.push(format!("flow {f} reported complete at host {host}, not its receiver"));
                 continue;
+            }
+            // A persistent connection completes the block it carries now.
+            let conn = fi;
+            if let Some(cs) = self.conns.as_deref_mut() {
+                if cs.persistent[fi] {
+                    match cs.current[fi] {
+                        u32::MAX => {
+                            self.audit_errors.push(format!("connection {f} reported complete with no block in flight"));
+                            continue;
+                        }
+                        b => {
+                            cs.current[fi] = u32::MAX;
+                            fi = b as usize;
+                        }
+                    }
+                }
             }
             if self.finish[fi] != u64::MAX {
                 self.audit_errors.push(format!("flow {f} reported complete twice"));
@@ -883,10 +932,10 @@ impl<'a> Sim<'a> {
                 self.round_flow_done(now, fi);
             }
             if let Some(a) = &self.audit {
-                if !a[fi].covers(self.flows[fi].size.0) {
+                if !a[conn].covers(self.flows[conn].size.0) {
                     self.audit_errors.push(format!(
                         "flow {f} reported complete holding {:?} of {} bytes",
-                        a[fi].iv, self.flows[fi].size.0
+                        a[conn].iv, self.flows[conn].size.0
                     ));
                 }
             }
@@ -960,11 +1009,18 @@ impl<'a> Sim<'a> {
         let n = self.flows.len();
         let mut ft = FlowTable::default();
         for (i, f) in self.flows.iter().enumerate() {
-            let st = self.transport.flow_stats(i as FlowId);
+            let (st, sent, size) = match self.conns.as_deref() {
+                Some(cs) if cs.persistent[i] => {
+                    let c = cs.conn[i] as usize;
+                    let (st, sent) = cs.block_share(i, self.transport.flow_stats(c as FlowId), self.sent[c]);
+                    (st, sent, cs.size[i])
+                }
+                _ => (self.transport.flow_stats(i as FlowId), self.sent[i], f.size.0),
+            };
             ft.id.push(i as u32);
             ft.src.push(f.src);
             ft.dst.push(f.dst);
-            ft.size.push(f.size.0);
+            ft.size.push(size);
             // A flow of a barrier round that never started has no start time.
             let unstarted =
                 self.gate.get(i).is_some_and(|&r| r != u32::MAX && self.rounds[r as usize].start == Time::MAX);
@@ -973,7 +1029,7 @@ impl<'a> Sim<'a> {
             ft.fct_ps.push(if self.finish[i] == u64::MAX { u64::MAX } else { self.finish[i] - f.start.0 });
             ft.ideal_fct_ps.push(self.ideal[i].0);
             ft.base_rtt_ps.push(f.base_rtt.0);
-            ft.sent_bytes.push(self.sent[i]);
+            ft.sent_bytes.push(sent);
             ft.retx_bytes.push(st.retx_bytes);
             ft.timeouts.push(st.timeouts);
             ft.lp_sent_bytes.push(st.lp_sent_bytes);
@@ -1102,6 +1158,94 @@ struct RoundState {
     gap: Time,
     /// The round after it.
     next: Option<usize>,
+}
+
+/// The persistent connections of barrier rounds (`persistent = true`): which connection
+/// carries each block, the block each connection carries now, and what each block's share
+/// of its connection's counters is.
+struct Conns {
+    /// The flow belongs to a persistent chain.
+    persistent: Vec<bool>,
+    /// The connection (the flow id of the block that opened it) carrying each block.
+    conn: Vec<u32>,
+    /// Per connection: the block it carries now (`u32::MAX`: none in flight).
+    current: Vec<u32>,
+    /// Each block's own size (a connection's entry in the flow table grows as blocks are
+    /// appended; the flows table reports the block's).
+    size: Vec<u64>,
+    /// Per block: its connection's counters when the block started, and the next block of
+    /// the same connection (`u32::MAX`: none started yet).
+    at_start: Vec<(FlowStats, u64)>,
+    started: Vec<bool>,
+    next: Vec<u32>,
+    /// Per connection: its latest started block.
+    last: Vec<u32>,
+}
+
+impl Conns {
+    fn new(flows: &[FlowInfo]) -> Conns {
+        let n = flows.len();
+        Conns {
+            persistent: vec![false; n],
+            conn: (0..n as u32).collect(),
+            current: vec![u32::MAX; n],
+            size: flows.iter().map(|f| f.size.0).collect(),
+            at_start: vec![(FlowStats::default(), 0); n],
+            started: vec![false; n],
+            next: vec![u32::MAX; n],
+            last: vec![u32::MAX; n],
+        }
+    }
+
+    /// The blocks of a persistent chain: the k-th block from a sender to the receiver in a
+    /// round goes on the k-th connection of that pair (opened by the pair's first such block).
+    fn assign(&mut self, flows: &[FlowInfo], ch: &crate::workload::BarrierChain) {
+        let mut open: std::collections::BTreeMap<(NodeId, NodeId, usize), u32> = Default::default();
+        for r in 0..ch.rounds {
+            let first = ch.first + r * ch.per_round;
+            let mut seen: std::collections::BTreeMap<(NodeId, NodeId), usize> = Default::default();
+            for (f, fl) in flows.iter().enumerate().skip(first).take(ch.per_round) {
+                let k = seen.entry((fl.src, fl.dst)).or_insert(0);
+                let c = *open.entry((fl.src, fl.dst, *k)).or_insert(f as u32);
+                *k += 1;
+                self.persistent[f] = true;
+                self.conn[f] = c;
+            }
+        }
+    }
+
+    /// Block `f` starts on its connection, whose counters are `st` and `sent` now.
+    fn begin(&mut self, f: usize, st: FlowStats, sent: u64) {
+        let c = self.conn[f] as usize;
+        if self.last[c] != u32::MAX {
+            self.next[self.last[c] as usize] = f as u32;
+        }
+        self.last[c] = f as u32;
+        self.current[c] = f as u32;
+        self.at_start[f] = (st, sent);
+        self.started[f] = true;
+    }
+
+    /// Block `f`'s share of its connection's counters (`end_st`, `end_sent` at the end of the
+    /// run): from its start to the start of the connection's next block, or to the end.
+    fn block_share(&self, f: usize, end_st: FlowStats, end_sent: u64) -> (FlowStats, u64) {
+        if !self.started[f] {
+            return (FlowStats::default(), 0);
+        }
+        let (to_st, to_sent) = match self.next[f] {
+            u32::MAX => (end_st, end_sent),
+            nx => self.at_start[nx as usize],
+        };
+        let (from_st, from_sent) = self.at_start[f];
+        let st = FlowStats {
+            retx_bytes: to_st.retx_bytes.saturating_sub(from_st.retx_bytes),
+            timeouts: to_st.timeouts.saturating_sub(from_st.timeouts),
+            lp_sent_bytes: to_st.lp_sent_bytes.saturating_sub(from_st.lp_sent_bytes),
+            lp_rcvd_bytes: to_st.lp_rcvd_bytes.saturating_sub(from_st.lp_rcvd_bytes),
+            reorder_max_bytes: to_st.reorder_max_bytes,
+        };
+        (st, to_sent.saturating_sub(from_sent))
+    }
 }
 
 /// Bytes a port lost: dropped, and cut off by trimming.

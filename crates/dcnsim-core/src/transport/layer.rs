@@ -118,6 +118,15 @@ impl<L: Layer> Transport for Layered<L> {
     fn host_reorder_max_bytes(&self, host: NodeId) -> u64 {
         self.inner.host_reorder_max_bytes(host)
     }
+    fn supports_append(&self) -> bool {
+        self.inner.supports_append()
+    }
+    fn keep_open(&mut self, flow: FlowId) {
+        self.inner.keep_open(flow)
+    }
+    fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.guarded(ctx, |t, ctx| t.append(ctx, flow));
+    }
     // Not passed through `after`: what a transport sends to release an abandoned flow's
     // state elsewhere (PASE's arbitrators) must leave even though the flow is abandoned.
     fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
@@ -196,6 +205,15 @@ mod tests {
         fn on_flow_abandoned(&mut self, _ctx: &mut Ctx, _flow: FlowId) {
             self.log("on_flow_abandoned");
         }
+        fn supports_append(&self) -> bool {
+            true
+        }
+        fn keep_open(&mut self, _flow: FlowId) {
+            self.log("keep_open");
+        }
+        fn append(&mut self, _ctx: &mut Ctx, _flow: FlowId) {
+            self.log("append");
+        }
     }
 
     struct PassThrough;
@@ -246,6 +264,8 @@ mod tests {
             t.set_flow_paths(FlowPaths::default());
             t.on_switch_packet(ctx, &pkt);
             t.on_flow_abandoned(ctx, 0);
+            t.keep_open(0);
+            t.append(ctx, 0);
             assert_eq!(ctx.out.completions.len(), 1, "the inner completion passes");
         });
         assert_eq!(
@@ -258,11 +278,13 @@ mod tests {
                 "on_tx_complete",
                 "set_flow_paths",
                 "on_switch_packet",
-                "on_flow_abandoned"
+                "on_flow_abandoned",
+                "keep_open",
+                "append"
             ]
         );
         assert_eq!(t.name(), "recorder");
-        assert!(t.wants_nic_idle() && t.wants_tx_complete() && t.wants_switch_packets());
+        assert!(t.wants_nic_idle() && t.wants_tx_complete() && t.wants_switch_packets() && t.supports_append());
         assert_eq!(t.flow_stats(3).timeouts, 7);
         assert_eq!(t.arb_msgs(5), 105);
         assert_eq!(t.arb_msgs_sent(), 42);

@@ -344,6 +344,23 @@ pub trait Transport {
     /// transport. A transport that keeps per-flow state outside the two ends (arbitrators)
     /// releases it here; packets it sends are delivered, timers and completions ignored.
     fn on_flow_abandoned(&mut self, _ctx: &mut Ctx, _flow: FlowId) {}
+    /// Persistent connections (barrier incast rounds with `persistent = true`): whether the
+    /// transport can carry further application messages on a flow after its receiver held
+    /// every byte ([`Transport::keep_open`], [`Transport::append`]). The scenario refuses
+    /// `persistent` for a transport that answers false (the default).
+    fn supports_append(&self) -> bool {
+        false
+    }
+    /// Before the run: `flow` is a persistent connection. Its state at both ends (window,
+    /// RTT estimate, receiver state) must outlive the moment its receiver holds every byte.
+    fn keep_open(&mut self, _flow: FlowId) {}
+    /// At `flow`'s source host (`ctx.host`): the application appended a message to the open
+    /// connection `flow`; `ctx.flows[flow].size` is the new total. The connection sends the
+    /// new bytes with the state it has, and its receiver reports the flow complete again
+    /// (once) when it holds every byte of the new total. Only called when
+    /// `supports_append` answers true, and only after the previous total was reported
+    /// complete.
+    fn append(&mut self, _ctx: &mut Ctx, _flow: FlowId) {}
 }
 
 /// Lazy timer cancellation with a generation counter.

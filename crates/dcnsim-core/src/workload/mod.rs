@@ -79,6 +79,11 @@ pub struct BarrierChain {
     pub per_round: usize,
     pub rounds: usize,
     pub offsets: Vec<Time>,
+    /// `persistent = true`: connections stay open across rounds. The k-th block a sender sends
+    /// to the receiver in a round goes on the connection that carried its k-th block of its
+    /// most recent earlier round (a message appended to that flow: the transport keeps its
+    /// window, RTT estimate and receiver state); a sender's first block opens the connection.
+    pub persistent: bool,
 }
 
 /// What a workload needs to know about the network.
@@ -141,6 +146,12 @@ impl Workload {
         self.plan(rng).flows
     }
 
+    /// Index of the first component whose barrier rounds keep connections open
+    /// (`persistent = true`), if any: the scenario checks that the transport can append.
+    pub fn persistent_component(&self) -> Option<usize> {
+        self.components.iter().position(|c| c.barrier().is_some_and(|b| b.4))
+    }
+
     /// [`Workload::generate`] with the barrier rounds described: the flows of open-loop
     /// components first, sorted by start time (stable), then the flows of each barrier
     /// component (`incast` with `barrier = true`) in component order, round by round, each
@@ -153,11 +164,11 @@ impl Workload {
         for c in &self.components {
             let mut own = Rng::new(rng.next_u64());
             match c.barrier() {
-                Some((start, gap, per_round, rounds)) => {
+                Some((start, gap, per_round, rounds, persistent)) => {
                     let mut g = Vec::new();
                     c.generate(&mut own, &mut g);
                     let offsets = g.iter().map(|f| f.start.saturating_sub(start)).collect();
-                    gated.push((BarrierChain { start, gap, first: 0, per_round, rounds, offsets }, g));
+                    gated.push((BarrierChain { start, gap, first: 0, per_round, rounds, offsets, persistent }, g));
                 }
                 None => c.generate(&mut own, &mut flows),
             }

@@ -439,6 +439,9 @@ pub(crate) struct Incast {
     deadline: Option<(Time, Time)>,
     /// `barrier = true`: the gap between the end of a round and the start of the next one.
     pub(crate) barrier: Option<Time>,
+    /// `persistent = true` (barrier rounds only): a sender's block of round r + 1 goes on the
+    /// connection that carried its block of an earlier round (see `BarrierChain::persistent`).
+    pub(crate) persistent: bool,
 }
 
 impl Incast {
@@ -541,6 +544,23 @@ impl Incast {
             }
             _ => None,
         };
+        let persistent = r.persistent.unwrap_or(false);
+        if persistent && barrier.is_none() {
+            return Err(ctx.out_of_range(
+                "persistent",
+                "persistent connections without barrier = true",
+                "only with barrier = true",
+                "set barrier = true (rounds that start when the previous one ends), or remove persistent",
+            ));
+        }
+        if persistent && r.deadline.is_some() {
+            return Err(ctx.out_of_range(
+                "persistent",
+                "persistent connections with a deadline",
+                "no deadline on persistent barrier rounds",
+                "remove deadline, or set persistent = false",
+            ));
+        }
         let spacing = match (r.round_interval, r.rounds_per_second.or(by_load)) {
             (Some(_), Some(_)) => {
                 return Err(WorkloadError::Conflict {
@@ -580,7 +600,19 @@ impl Incast {
             }
         }
         ctx.check_count("rounds", rounds as f64 * n_senders as f64)?;
-        Ok(Incast { receiver, senders, per_sender, rounds, spacing, start, jitter, sizes, deadline, barrier })
+        Ok(Incast {
+            receiver,
+            senders,
+            per_sender,
+            rounds,
+            spacing,
+            start,
+            jitter,
+            sizes,
+            deadline,
+            barrier,
+            persistent,
+        })
     }
 
     fn generate(&self, rng: &mut Rng, out: &mut Vec<FlowSpec>) {
@@ -653,6 +685,7 @@ impl Incast {
         if let Some(gap) = self.barrier {
             t.insert("barrier".into(), json!(true));
             t.insert("gap".into(), json!(gap));
+            t.insert("persistent".into(), json!(self.persistent));
         }
         t.insert("start".into(), json!(self.start));
         t.insert("jitter".into(), json!(self.jitter));
@@ -1048,15 +1081,15 @@ impl Component {
     }
 
     /// Barrier rounds (`incast` with `barrier = true`): (first round's start, gap, flows per
-    /// round, rounds).
-    pub(crate) fn barrier(&self) -> Option<(Time, Time, usize, usize)> {
+    /// round, rounds, persistent connections).
+    pub(crate) fn barrier(&self) -> Option<(Time, Time, usize, usize, bool)> {
         match self {
             Component::Incast(c) => c.barrier.map(|gap| {
                 let n = match &c.senders {
                     Senders::Random { count, .. } => *count,
                     Senders::Listed(l) => l.len(),
                 };
-                (c.start, gap, n * c.per_sender as usize, c.rounds as usize)
+                (c.start, gap, n * c.per_sender as usize, c.rounds as usize, c.persistent)
             }),
             _ => None,
         }

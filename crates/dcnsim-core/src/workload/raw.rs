@@ -237,6 +237,7 @@ pub(crate) struct RawIncast {
     pub load: Option<f64>,
     pub barrier: Option<bool>,
     pub gap: Option<Time>,
+    pub persistent: Option<bool>,
     pub start: Option<Time>,
     pub jitter: Option<Time>,
     pub deadline: Option<DeadlineVal>,

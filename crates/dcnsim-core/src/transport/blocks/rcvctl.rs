@@ -70,8 +70,12 @@ pub trait RcvPolicy {
     fn on_data(&mut self, now: Time, host: NodeId, flow: &FlowInfo, st: &mut Self::Flow, pkt: &Packet);
     /// The TCP receiver emits an ACK for `flow`: the window to write into it and its hold.
     fn ack_verdict(&mut self, now: Time, flow: &FlowInfo, st: &mut Self::Flow) -> AckVerdict;
-    /// The receiver now holds every byte of `flow` (called once).
+    /// The receiver now holds every byte of `flow` (called once per message: once, unless
+    /// `flow` is a persistent connection).
     fn on_complete(&mut self, _now: Time, _host: NodeId, _flow: &FlowInfo, _st: &mut Self::Flow) {}
+    /// The first data packet of a message appended to the persistent connection `flow`
+    /// reached its receiver after [`RcvPolicy::on_complete`] (the state `st` carries over).
+    fn on_reopen(&mut self, _now: Time, _host: NodeId, _flow: &FlowInfo, _st: &mut Self::Flow) {}
 }
 
 // ------------------------------------------------------------------------------------------
@@ -214,6 +218,8 @@ struct RcvFlow<F> {
     st: F,
     hold: AckHold,
     done: bool,
+    /// The flow's size when `done` was set (a persistent connection reopens when it grows).
+    done_size: u64,
 }
 
 /// TCP with a receiver-side control law `P` (see the module documentation).
@@ -253,6 +259,7 @@ impl<P: RcvPolicy> RcvTcp<P> {
         let Some(f) = self.flows.get_mut(flow as usize).and_then(|f| f.as_deref_mut()) else { return };
         if !f.done && ctx.out.completions.contains(&flow) {
             f.done = true;
+            f.done_size = info.size.0;
             self.policy.on_complete(ctx.now, ctx.host, info, &mut f.st);
         }
         if ctx.out.sends.len() <= from {
@@ -300,8 +307,17 @@ impl<P: RcvPolicy> Transport for RcvTcp<P> {
         let flows = ctx.flows;
         let info = &flows[id];
         let f = self.flows[id].get_or_insert_with(|| {
-            Box::new(RcvFlow { st: self.policy.new_flow(ctx.now, info), hold: AckHold::default(), done: false })
+            Box::new(RcvFlow {
+                st: self.policy.new_flow(ctx.now, info),
+                hold: AckHold::default(),
+                done: false,
+                done_size: 0,
+            })
         });
+        if f.done && info.size.0 > f.done_size {
+            f.done = false;
+            self.policy.on_reopen(ctx.now, ctx.host, info, &mut f.st);
+        }
         if !f.done {
             self.policy.on_data(ctx.now, ctx.host, info, &mut f.st, pkt);
         }
@@ -333,6 +349,15 @@ impl<P: RcvPolicy> Transport for RcvTcp<P> {
     }
     fn flow_stats(&self, flow: FlowId) -> FlowStats {
         self.tcp.flow_stats(flow)
+    }
+    fn supports_append(&self) -> bool {
+        self.tcp.supports_append()
+    }
+    fn keep_open(&mut self, flow: FlowId) {
+        self.tcp.keep_open(flow)
+    }
+    fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        self.tcp.append(ctx, flow)
     }
 }
 

@@ -155,6 +155,15 @@ impl RcvPolicy for IatcpPolicy {
         st.last_delay = delay;
         AckVerdict { rwnd: Some(w * self.p.mss), delay }
     }
+    /// A persistent connection's next message: the flow is active at its receiver again.
+    fn on_reopen(&mut self, _now: Time, host: NodeId, _flow: &FlowInfo, st: &mut IatcpFlow) {
+        if !st.counted {
+            st.counted = true;
+            if let Some(a) = self.active.get_mut(host as usize) {
+                *a += 1;
+            }
+        }
+    }
     fn on_complete(&mut self, _now: Time, host: NodeId, _flow: &FlowInfo, st: &mut IatcpFlow) {
         if st.counted {
             st.counted = false;

@@ -290,6 +290,9 @@ pub struct Tcp<C: CongestionControl = Standard> {
     name: &'static str,
     policy: Box<dyn PriorityPolicy>,
     slots: Vec<Slot<C>>,
+    /// Persistent connections ([`Transport::keep_open`]), by flow id (empty: none): their
+    /// sender and receiver stay active when every byte is through, for later appends.
+    persistent: Vec<bool>,
 }
 
 impl Tcp<Standard> {
@@ -311,7 +314,7 @@ impl<C: CongestionControl> Tcp<C> {
     /// Every flow with the window law `C` (parameters `law`); `name` is the protocol name.
     pub fn with_law(params: TcpParams, law: C::Params, name: &'static str) -> Tcp<C> {
         let policy = Box::new(ConstPrio(params.prio));
-        Tcp { params, law, name, policy, slots: Vec::new() }
+        Tcp { params, law, name, policy, slots: Vec::new(), persistent: Vec::new() }
     }
 
     /// Replace the constant-priority policy.
@@ -351,6 +354,11 @@ impl<C: CongestionControl> Tcp<C> {
     }
 
     #[inline]
+    fn is_persistent(&self, id: usize) -> bool {
+        !self.persistent.is_empty() && self.persistent.get(id).copied().unwrap_or(false)
+    }
+
+    #[inline]
     fn ensure(&mut self, n: usize) {
         if self.slots.len() < n {
             self.slots.resize_with(n, Slot::default);
@@ -380,9 +388,12 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
             FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let mut s = Box::new(TcpSender::<C>::with_law(info, &self.params, &self.law));
         s.start(&mut cx);
+        let keep = self.is_persistent(id);
         let slot = &mut self.slots[id];
         slot.snd = Half::Active(s);
-        finish_sender(slot);
+        if !keep {
+            finish_sender(slot);
+        }
     }
 
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: &Packet) {
@@ -392,6 +403,7 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
         }
         self.ensure(ctx.flows.len());
         let info = &ctx.flows[id];
+        let keep = self.is_persistent(id);
         let mut cx =
             FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let slot = &mut self.slots[id];
@@ -402,6 +414,12 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
                         ack_after_completion(&mut cx, pkt);
                         false
                     }
+                    Half::Active(r) if keep => {
+                        // An open connection: the flow may have grown since the last packet.
+                        r.extend(info.size.0);
+                        r.on_data(&mut cx, pkt);
+                        false
+                    }
                     Half::Active(r) => {
                         r.on_data(&mut cx, pkt);
                         r.is_complete()
@@ -409,7 +427,7 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
                     Half::Idle => {
                         let mut r = Box::new(TcpReceiver::new(info));
                         r.on_data(&mut cx, pkt);
-                        let c = r.is_complete();
+                        let c = r.is_complete() && !keep;
                         slot.rcv = Half::Active(r);
                         c
                     }
@@ -421,7 +439,9 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
             KIND_ACK => {
                 if let Half::Active(s) = &mut slot.snd {
                     s.on_ack(&mut cx, pkt);
-                    finish_sender(slot);
+                    if !keep {
+                        finish_sender(slot);
+                    }
                 }
             }
             _ => {}
@@ -435,6 +455,7 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
             return;
         }
         let info = &ctx.flows[id];
+        let keep = self.is_persistent(id);
         let mut cx =
             FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
         let slot = &mut self.slots[id];
@@ -442,13 +463,17 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
             TIMER_RTO => {
                 if let Half::Active(s) = &mut slot.snd {
                     s.on_rto_timer(&mut cx, gen);
-                    finish_sender(slot);
+                    if !keep {
+                        finish_sender(slot);
+                    }
                 }
             }
             TIMER_PACE => {
                 if let Half::Active(s) = &mut slot.snd {
                     s.on_pace_timer(&mut cx, gen);
-                    finish_sender(slot);
+                    if !keep {
+                        finish_sender(slot);
+                    }
                 }
             }
             TIMER_DELACK => {
@@ -462,6 +487,7 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
 
     fn on_tx_complete(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         let id = pkt.flow as usize;
+        let keep = self.is_persistent(id);
         if let (Some(slot), Some(info)) = (self.slots.get_mut(id), ctx.flows.get(id)) {
             if let Half::Active(s) = &mut slot.snd {
                 let mut cx = FlowCtx {
@@ -472,7 +498,9 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
                     out: &mut *ctx.out,
                 };
                 s.on_tx_complete(&mut cx, pkt.size as u64);
-                finish_sender(slot);
+                if !keep {
+                    finish_sender(slot);
+                }
             }
         }
     }
@@ -486,6 +514,28 @@ impl<C: CongestionControl + 'static> Transport for Tcp<C> {
             Some(Slot { snd: Half::Active(s), .. }) => s.stats(),
             Some(slot) => slot.stats,
             None => FlowStats::default(),
+        }
+    }
+
+    fn supports_append(&self) -> bool {
+        true
+    }
+
+    fn keep_open(&mut self, flow: FlowId) {
+        let id = flow as usize;
+        if self.persistent.len() <= id {
+            self.persistent.resize(id + 1, false);
+        }
+        self.persistent[id] = true;
+    }
+
+    fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
+        let id = flow as usize;
+        let (Some(slot), Some(info)) = (self.slots.get_mut(id), ctx.flows.get(id)) else { return };
+        if let Half::Active(s) = &mut slot.snd {
+            let mut cx =
+                FlowCtx { now: ctx.now, flow: info, params: &self.params, policy: &*self.policy, out: &mut *ctx.out };
+            s.append(&mut cx);
         }
     }
 }

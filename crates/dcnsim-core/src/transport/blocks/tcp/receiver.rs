@@ -42,6 +42,15 @@ impl TcpReceiver {
         }
     }
 
+    /// The flow now ends at `size` (a message appended to a persistent connection): the
+    /// receiver reports completion again when it holds every byte up to it.
+    pub fn extend(&mut self, size: u64) {
+        if size > self.size {
+            self.size = size;
+            self.complete = false;
+        }
+    }
+
     /// Next byte expected (cumulative ACK).
     pub fn rcv_nxt(&self) -> u64 {
         self.rcv_nxt

@@ -30,6 +30,10 @@ enum NextSeg {
 pub struct TcpSender<C: CongestionControl = Standard> {
     id: FlowId,
     size: u64,
+    /// Start of the MSS grid segments at or above it are cut on: 0, or the flow's size before
+    /// the latest [`TcpSender::append`] (a message appended to an open connection starts on a
+    /// fresh grid, as a write to a real socket does).
+    grid: u64,
     mss: u64,
     una: u64,
     nxt: u64,
@@ -103,6 +107,7 @@ impl<C: CongestionControl> TcpSender<C> {
         TcpSender {
             id: flow.id,
             size: flow.size.0,
+            grid: 0,
             mss: p.mss,
             una: 0,
             nxt: 0,
@@ -323,6 +328,20 @@ impl<C: CongestionControl> TcpSender<C> {
         }
         self.send_available(cx);
         self.alpha_end = self.max;
+    }
+
+    /// The application appended bytes to this open connection: the flow now ends at
+    /// `cx.flow.size` (persistent connections, `Transport::append`). Window, ssthresh, alpha,
+    /// RTT estimate and RTO carry over; the new bytes are cut on an MSS grid starting at the
+    /// old end, and sent as far as the window allows.
+    pub fn append(&mut self, cx: &mut FlowCtx) {
+        let new = cx.flow.size.0;
+        if new <= self.size {
+            return;
+        }
+        self.grid = self.size;
+        self.size = new;
+        self.send_available(cx);
     }
 
     /// Send whatever the window (or, in SACK recovery, the pipe) allows.
@@ -684,7 +703,11 @@ impl<C: CongestionControl> TcpSender<C> {
 
     /// End of the segment starting at `s`: the MSS grid, the flow end, the next SACKed range.
     fn seg_end(&self, s: u64) -> u64 {
-        let mut e = ((s / self.mss + 1) * self.mss).min(self.size);
+        let mut e = if s >= self.grid {
+            (self.grid + ((s - self.grid) / self.mss + 1) * self.mss).min(self.size)
+        } else {
+            ((s / self.mss + 1) * self.mss).min(self.grid)
+        };
         for v in [&self.sb, &self.known] {
             // The first range starting after `s` (ranges are sorted and disjoint).
             if let Some(&(a, _)) = v.get(v.partition_point(|&(a, _)| a <= s)) {
