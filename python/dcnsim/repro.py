@@ -229,10 +229,19 @@ def _link_metrics(
     ub = util[port == busiest][busy] if busy is not None else np.array([])
     down: list[Any] = []
     to_hosts = _switch_ports(run_dir, peer_kind="host") if downlinks else set()
-    for p in sorted(to_hosts & set(port.tolist())):
-        m = _busy_mask(run_dir, p, np.asarray(t["t_us"], float)[port == p])
-        if m is not None:
-            down.append(util[port == p][m])
+    if to_hosts:
+        # Read the run's ports and flows once, and split the samples by port once: a
+        # 400-host run has 400 downlinks.
+        inputs = _busy_inputs(run_dir)
+        t_all = np.asarray(t["t_us"], float)
+        order = np.argsort(port, kind="stable")
+        ids, first = np.unique(port[order], return_index=True)
+        groups = dict(zip(ids.tolist(), np.split(order, first[1:])))
+        for p in sorted(to_hosts & set(groups)):
+            rows = groups[p]
+            m = _busy_mask(run_dir, p, t_all[rows], inputs)
+            if m is not None:
+                down.append(util[rows][m])
     dn = np.concatenate(down) if down else np.array([])
     return {
         "util_busy": float(ub.mean()) if len(ub) else float("nan"),
@@ -309,24 +318,40 @@ def _queue_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> d
     }
 
 
-def _busy_mask(run_dir: Path, port: int, t_end_us: Any) -> Any:
-    """Sampling intervals (ending at ``t_end_us``) fully inside a period during which at
-    least one flow to the port's peer had arrived and not finished."""
+def _busy_inputs(run_dir: Path) -> tuple[dict[int, int], Any] | None:
+    """What :func:`_busy_mask` reads from a run folder: each port's peer node, and the flows'
+    ``dst``, ``start_us`` and ``finish_us`` (None without ``flows.parquet``)."""
     import numpy as np
     import pyarrow.parquet as pq
 
-    peer = None
     with (run_dir / "ports.csv").open() as f:
-        for r in csv.DictReader(f):
-            if int(r["id"]) == port:
-                peer = int(r["peer"])
+        peers = {int(r["id"]): int(r["peer"]) for r in csv.DictReader(f)}
     fp = run_dir / "flows.parquet"
-    if peer is None or not fp.is_file() or len(t_end_us) < 2:
+    if not fp.is_file():
         return None
     fl = pq.read_table(fp, columns=["dst", "start_us", "finish_us"]).to_pydict()
-    dst = np.asarray(fl["dst"])
-    start = np.asarray(fl["start_us"], float)[dst == peer]
-    fin = np.asarray(fl["finish_us"], float)[dst == peer]
+    cols = (np.asarray(fl["dst"]), np.asarray(fl["start_us"], float))
+    return peers, (*cols, np.asarray(fl["finish_us"], float))
+
+
+def _busy_mask(
+    run_dir: Path, port: int, t_end_us: Any, inputs: tuple[dict[int, int], Any] | None = None
+) -> Any:
+    """Sampling intervals (ending at ``t_end_us``) fully inside a period during which at
+    least one flow to the port's peer had arrived and not finished. ``inputs``: the run's
+    :func:`_busy_inputs`, when the caller already read them."""
+    import numpy as np
+
+    if inputs is None:
+        inputs = _busy_inputs(run_dir)
+    if inputs is None:
+        return None
+    peers, (dst, start_all, fin_all) = inputs
+    peer = peers.get(port)
+    if peer is None or len(t_end_us) < 2:
+        return None
+    start = start_all[dst == peer]
+    fin = fin_all[dst == peer]
     fin = np.where(np.isnan(fin), np.inf, fin)
     dt = float(t_end_us[1] - t_end_us[0])
     return intervals_inside_union(start, fin, np.asarray(t_end_us, float), dt)
