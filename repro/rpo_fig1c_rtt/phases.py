@@ -29,8 +29,9 @@ from dcnsim.results import atomic_write_bytes
 
 # Phases of base.toml (ms): before, during and after f3 by-passes f2 on A -> B.
 PHASES = [("before", 1.0, 10.0), ("during", 10.0, 35.0), ("after", 35.0, 45.0)]
-# Node ids of the explicit topology: hosts s1, s2, s3, r1, r2, r3 are 0-5, switches A, B, C 6-8.
-NODE_B, NODE_C, NODE_A = 7, 8, 6
+# Node ids of the explicit topology: hosts s1, s2, s3, r1, r2, r3, s4, r4 are 0-7, switches
+# A, B, C 8-10.
+NODE_B, NODE_C, NODE_A = 9, 10, 8
 
 
 def port_of(run: Path, node: int, peer: int) -> int:

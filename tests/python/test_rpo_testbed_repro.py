@@ -60,8 +60,8 @@ def test_rpo_fig2c_11_onoff_grant_clock_loses_the_off_flows_share_and_rpo_refill
 def test_rpo_fig1c_rtt_bypass_fills_the_other_bottleneck_and_rpo_keeps_the_shared_one_full(
     tmp_path: Path,
 ) -> None:
-    """The by-passing flow saturates A -> B while it runs (f2's path is longer and slower
-    there), and RPO keeps the shared link B -> C full before, during and after it."""
+    """The by-passing flows saturate A -> B while they run (f2's path is longer and slower
+    there), and RPO keeps the shared link B -> C full before, during and after them."""
     out = _run("rpo_fig1c_rtt", tmp_path)
     rows = {row["variant"]: row for row in _script("rpo_fig1c_rtt").analyse(out)}
     for v in ("phost", "grant_clock", "rpo"):
