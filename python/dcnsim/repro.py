@@ -14,6 +14,11 @@ three more tables::
     columns = ["avg_fct_us", "small_avg_fct_us", "small_p99_fct_us", "large_avg_fct_us"]
     reference = "ppt"              # optional: add "reduction by <reference>" rows
     plot = "bars"                  # "bars" (default) or "link_util" (time series)
+    bottleneck = "busiest"         # or "downlink": which port the port metrics describe
+
+With ``bottleneck = "downlink"`` the port is the busiest sampled switch port towards a host
+instead of the busiest of all (in a non-blocking fabric the busiest port is a core link that
+never queues, while the receivers' downlinks hold the queues).
 
 Every other grid key splits the table into blocks (one per combination of their values;
 a ``seed`` key is averaged over instead). Columns are summary keys (``docs/results.md``)
@@ -52,7 +57,7 @@ from dcnsim.scenario import parse_text, set_field
 from dcnsim.sweep import SweepReport, _check_grid, _check_overrides, load_sweep, run_sweep
 
 REPRO_FILE = "repro.toml"
-REPORT_KEYS = {"rows", "columns", "reference", "plot", "lower_is_better"}
+REPORT_KEYS = {"rows", "columns", "reference", "plot", "lower_is_better", "bottleneck"}
 LINK_METRICS = {
     "util_mean": "mean utilization of the busiest sampled switch port",
     "util_p10": "10th-percentile utilization of that port over the sampling intervals",
@@ -120,6 +125,7 @@ class Repro:
     reference: str | None = None
     plot: str = "bars"
     reduced: bool = False
+    bottleneck: str = "busiest"
 
 
 def load_repro(folder: str | os.PathLike[str], reduced: bool = False) -> Repro:
@@ -158,6 +164,9 @@ def load_repro(folder: str | os.PathLike[str], reduced: bool = False) -> Repro:
     plot = rep.get("plot", "bars")
     if plot not in ("bars", "link_util"):
         raise ScenarioError("report.plot", 'must be "bars" or "link_util"')
+    bottleneck = rep.get("bottleneck", "busiest")
+    if bottleneck not in ("busiest", "downlink"):
+        raise ScenarioError("report.bottleneck", 'must be "busiest" or "downlink"')
     reference = rep.get("reference")
     if reference is not None and spec.variants and reference not in spec.variants:
         raise ScenarioError("report.reference", f"no variant named {reference!r}")
@@ -170,12 +179,17 @@ def load_repro(folder: str | os.PathLike[str], reduced: bool = False) -> Repro:
         reference=reference,
         plot=plot,
         reduced=reduced,
+        bottleneck=bottleneck,
     )
 
 
-def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
+def _busiest_switch_port(
+    run_dir: Path, peer_kind: str | None = None
+) -> tuple[int, dict[str, Any]] | None:
     """The sampled switch port (any sampled port if none is a switch's) that serialized the
-    most bytes, and the run's link samples; None without link samples."""
+    most bytes, and the run's link samples; None without link samples. With ``peer_kind``
+    (``"host"``: ``[report] bottleneck = "downlink"``) only switch ports towards such nodes
+    count."""
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -183,7 +197,7 @@ def _busiest_switch_port(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
     if not lp.is_file():
         return None
     t = pq.read_table(lp).to_pydict()
-    ports = _switch_ports(run_dir)
+    ports = _switch_ports(run_dir, peer_kind=peer_kind)
     port = np.asarray(t["port"])
     tx = np.asarray(t["tx_bytes"], float)
     keep = np.isin(port, list(ports)) if ports else np.ones(len(port), bool)
@@ -215,10 +229,19 @@ def _link_metrics(
     ub = util[port == busiest][busy] if busy is not None else np.array([])
     down: list[Any] = []
     to_hosts = _switch_ports(run_dir, peer_kind="host") if downlinks else set()
-    for p in sorted(to_hosts & set(port.tolist())):
-        m = _busy_mask(run_dir, p, np.asarray(t["t_us"], float)[port == p])
-        if m is not None:
-            down.append(util[port == p][m])
+    if to_hosts:
+        # Read the run's ports and flows once, and split the samples by port once: a
+        # 400-host run has 400 downlinks.
+        inputs = _busy_inputs(run_dir)
+        t_all = np.asarray(t["t_us"], float)
+        order = np.argsort(port, kind="stable")
+        ids, first = np.unique(port[order], return_index=True)
+        groups = dict(zip(ids.tolist(), np.split(order, first[1:])))
+        for p in sorted(to_hosts & set(groups)):
+            rows = groups[p]
+            m = _busy_mask(run_dir, p, t_all[rows], inputs)
+            if m is not None:
+                down.append(util[rows][m])
     dn = np.concatenate(down) if down else np.array([])
     return {
         "util_busy": float(ub.mean()) if len(ub) else float("nan"),
@@ -295,24 +318,40 @@ def _queue_metrics(run_dir: Path, found: tuple[int, dict[str, Any]] | None) -> d
     }
 
 
-def _busy_mask(run_dir: Path, port: int, t_end_us: Any) -> Any:
-    """Sampling intervals (ending at ``t_end_us``) fully inside a period during which at
-    least one flow to the port's peer had arrived and not finished."""
+def _busy_inputs(run_dir: Path) -> tuple[dict[int, int], Any] | None:
+    """What :func:`_busy_mask` reads from a run folder: each port's peer node, and the flows'
+    ``dst``, ``start_us`` and ``finish_us`` (None without ``flows.parquet``)."""
     import numpy as np
     import pyarrow.parquet as pq
 
-    peer = None
     with (run_dir / "ports.csv").open() as f:
-        for r in csv.DictReader(f):
-            if int(r["id"]) == port:
-                peer = int(r["peer"])
+        peers = {int(r["id"]): int(r["peer"]) for r in csv.DictReader(f)}
     fp = run_dir / "flows.parquet"
-    if peer is None or not fp.is_file() or len(t_end_us) < 2:
+    if not fp.is_file():
         return None
     fl = pq.read_table(fp, columns=["dst", "start_us", "finish_us"]).to_pydict()
-    dst = np.asarray(fl["dst"])
-    start = np.asarray(fl["start_us"], float)[dst == peer]
-    fin = np.asarray(fl["finish_us"], float)[dst == peer]
+    cols = (np.asarray(fl["dst"]), np.asarray(fl["start_us"], float))
+    return peers, (*cols, np.asarray(fl["finish_us"], float))
+
+
+def _busy_mask(
+    run_dir: Path, port: int, t_end_us: Any, inputs: tuple[dict[int, int], Any] | None = None
+) -> Any:
+    """Sampling intervals (ending at ``t_end_us``) fully inside a period during which at
+    least one flow to the port's peer had arrived and not finished. ``inputs``: the run's
+    :func:`_busy_inputs`, when the caller already read them."""
+    import numpy as np
+
+    if inputs is None:
+        inputs = _busy_inputs(run_dir)
+    if inputs is None:
+        return None
+    peers, (dst, start_all, fin_all) = inputs
+    peer = peers.get(port)
+    if peer is None or len(t_end_us) < 2:
+        return None
+    start = start_all[dst == peer]
+    fin = fin_all[dst == peer]
     fin = np.where(np.isnan(fin), np.inf, fin)
     dt = float(t_end_us[1] - t_end_us[0])
     return intervals_inside_union(start, fin, np.asarray(t_end_us, float), dt)
@@ -379,7 +418,8 @@ def build_table(rep: Repro, report: SweepReport) -> list[dict[str, Any]]:
         link, queue = (any(c in m for c in rep.columns) for m in (LINK_METRICS, QUEUE_METRICS))
         if link or queue:
             # Both kinds report on the same port: find it (reading link.parquet) once.
-            found = _busiest_switch_port(Path(task.out_dir))
+            kind = "host" if rep.bottleneck == "downlink" else None
+            found = _busiest_switch_port(Path(task.out_dir), peer_kind=kind)
             if link:
                 down = "downlinks_util_busy" in rep.columns
                 vals.update(_link_metrics(Path(task.out_dir), found, downlinks=down))

@@ -101,6 +101,13 @@ def test_bad_reproduction_folder_names_the_problem(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as e:
         load_repro(tmp_path)
     assert e.value.field == "report.plot"
+    (tmp_path / "repro.toml").write_text(
+        'base = "b.toml"\n[variants.a]\n"transport.protocol" = "dctcp"\n'
+        '[report]\nbottleneck = "uplink"\n'
+    )
+    with pytest.raises(ScenarioError) as e:
+        load_repro(tmp_path)
+    assert e.value.field == "report.bottleneck"
 
 
 def _small_fcts(run_dirs: list[Path]) -> list[float]:
