@@ -201,7 +201,7 @@ def test_series_and_their_stats_match_a_loop_over_the_rows(layout: str) -> None:
         assert mi == pytest.approx(at.mean(), rel=1e-12)
 
 
-def synthetic_run(folder: Path, steps: int) -> dict[str, Any]:
+def synthetic_run(folder: Path, steps: int, peak: float = 1.2) -> dict[str, Any]:
     """A run folder (from the conftest core-output shape) whose samples are replaced by
     ``steps`` instants x 10 ports of link samples and a sparse queue table, with one
     one-sample queue spike and one utilization sample above 1."""
@@ -228,7 +228,8 @@ def synthetic_run(folder: Path, steps: int) -> dict[str, Any]:
     port = np.tile(np.arange(nports, dtype=np.uint32), steps)
     phase = t_ps / 2e11 + port  # a slow wave per port, plus noise
     util = 0.5 + 0.3 * np.sin(phase) + rng.normal(0.0, 0.02, len(t_ps))
-    util[len(util) // 3] = 1.2
+    util = np.clip(util, 0.0, 0.95)
+    util[len(util) // 3] = peak
     raw["link_samples"] = {
         "t_ps": t_ps,
         "port": port,
@@ -250,11 +251,8 @@ def synthetic_run(folder: Path, steps: int) -> dict[str, Any]:
     return {"rows": len(t_ps) + int(busy.sum()), "spike_kb": 900.0, "spike_t_us": t_ps[spike] / 1e6}
 
 
-def test_a_run_with_hundreds_of_thousands_of_samples_is_plotted_with_its_peaks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    info = synthetic_run(tmp_path / "run", steps=25_000)
-    assert info["rows"] > 300_000
+def record_drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What each saved figure's first axes shows: title, y limits, lines by label."""
     drawn: dict[str, Any] = {}
     save = plot_mod._save
 
@@ -262,11 +260,21 @@ def test_a_run_with_hundreds_of_thousands_of_samples_is_plotted_with_its_peaks(
         ax = fig.axes[0]
         drawn[path.name] = {
             "title": ax.get_title(),
+            "ylim": ax.get_ylim(),
             "lines": {ln.get_label(): (ln.get_xdata(), ln.get_ydata()) for ln in ax.lines},
         }
         return save(fig, path)
 
     monkeypatch.setattr(plot_mod, "_save", keep_lines)
+    return drawn
+
+
+def test_a_run_with_hundreds_of_thousands_of_samples_is_plotted_with_its_peaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = synthetic_run(tmp_path / "run", steps=25_000)
+    assert info["rows"] > 300_000
+    drawn = record_drawn(monkeypatch)
     start = time.perf_counter()
     files = plot_run(tmp_path / "run", tmp_path / "plots")
     elapsed = time.perf_counter() - start
@@ -284,3 +292,27 @@ def test_a_run_with_hundreds_of_thousands_of_samples_is_plotted_with_its_peaks(
     assert "peak 1.20 > 1" in util["title"]
     assert max(max(y) for _, y in util["lines"].values() if len(y) > 2) == pytest.approx(1.2)
     assert all(len(x) <= 4 * ENVELOPE_COLUMNS + 2 for x, _ in util["lines"].values())
+
+
+@pytest.mark.parametrize("peak", [0.97, 1.35])
+def test_utilization_passes_1_only_with_the_reason_and_legends_name_node_and_role(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak: float
+) -> None:
+    synthetic_run(tmp_path / "run", steps=2_000, peak=peak)
+    drawn = record_drawn(monkeypatch)
+    plot_run(tmp_path / "run", tmp_path / "plots")
+    util = drawn["link_util.png"]
+    top = max(max(y) for y in (ln[1] for ln in util["lines"].values()))
+    assert top == pytest.approx(peak)
+    at_one = [k for k, (_, y) in util["lines"].items() if len(y) == 2 and set(y) == {1.0}]
+    if peak <= 1:
+        assert util["ylim"][1] == pytest.approx(1.05)  # the axis stops just above 1
+        assert "peak" not in util["title"] and not at_one
+    else:
+        assert util["ylim"][1] == pytest.approx(peak * 1.05)
+        assert f"peak {peak:.2f} > 1: a packet's bytes count in the interval" in util["title"]
+        assert len(at_one) == 1  # the line at 1 that the samples pass
+    # ports 0..9 belong to switches 8 and 9 and lead to hosts 0..9
+    labels = set(drawn["queue.png"]["lines"]) | set(util["lines"])
+    assert "port 3 (switch 9 -> host 3) prio 0" in labels
+    assert "port 4 (switch 8 -> host 4)" in labels
