@@ -165,7 +165,7 @@ def reference_groups(a, b, t, v) -> dict:
     return {k: sorted(p, key=lambda q: q[0]) for k, p in out.items()}
 
 
-@pytest.mark.parametrize("layout", ["matrix", "sparse", "unordered"])
+@pytest.mark.parametrize("layout", ["matrix", "sparse", "unordered", "large ids"])
 def test_series_and_their_stats_match_a_loop_over_the_rows(layout: str) -> None:
     rng = np.random.default_rng(5)
     ports, steps = 7, 300
@@ -173,7 +173,9 @@ def test_series_and_their_stats_match_a_loop_over_the_rows(layout: str) -> None:
     a = np.tile(np.array([4, 0, 9, 2, 7, 1, 3], dtype=np.uint32), steps)
     b = np.tile(np.array([0, 1, 0, 2, 0, 0, 1], dtype=np.uint8), steps)
     v = rng.exponential(3.0, len(t))
-    if layout != "matrix":
+    if layout == "large ids":  # keys past 16 bits and far above the row count
+        a = a + np.uint32(3_000_000)
+    if layout in ("sparse", "unordered", "large ids"):
         keep = rng.random(len(t)) < 0.4
         a, b, t, v = a[keep], b[keep], t[keep], v[keep]
     if layout == "unordered":
@@ -184,9 +186,10 @@ def test_series_and_their_stats_match_a_loop_over_the_rows(layout: str) -> None:
     assert sorted(got) == sorted(ref)
     for k, pts in ref.items():
         assert list(zip(got[k][0].tolist(), got[k][1].tolist())) == pts
-    some = [(9, 0), (2, 2), (5, 0)]  # (5, 0) does not occur
+    off = 3_000_000 if layout == "large ids" else 0
+    some = [(9 + off, 0), (2 + off, 2), (5 + off, 0)]  # (5, 0) does not occur
     picked = _series(a, b, t, v, keys=some)
-    assert sorted(picked) == [(2, 2), (9, 0)]
+    assert sorted(picked) == [(2 + off, 2), (9 + off, 0)]
     for k in picked:
         assert list(zip(picked[k][0].tolist(), picked[k][1].tolist())) == ref[k]
     stats = _series_stats(a, b, v)
