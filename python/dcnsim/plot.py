@@ -16,8 +16,14 @@ For a run folder, :func:`plot_run` writes
   why (a packet's bytes count in the interval in which its transmission starts).
 
 Legends name each port by its node and peer with their roles (``port 3 (switch 8 -> host
-2)``). Series are grouped with one sort of the samples, so plotting is linear in the number
-of samples after that sort.
+2)``). The work is linear in the samples: the per-series statistics that choose the shown
+series are bincounts (:func:`_series_stats`), the shown series are columns of the sample
+table when it is a full (instant x port) matrix and one comparison each otherwise
+(:func:`_series`), and each step line is reduced to what its pixels can show before it is
+drawn (:func:`envelope`): of the vertices that fall in one pixel-wide bucket the first, the
+last, the lowest and the highest are kept, so the drawn image is the full line's to within a
+pixel, every peak and dip included (nothing is averaged), while matplotlib draws a few
+thousand points per line instead of one per sample.
 
 For a sweep folder, :func:`plot_sweep` writes ``comparison.png`` (FCT CDF of every run, and
 average/p99 FCT per size bucket, run beside run), ``headline.png`` (bar charts of the
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +60,9 @@ from dcnsim.results import Results
 from dcnsim.sweep import is_sweep_dir, read_sweep
 
 MAX_SERIES = 12
+
+#: Saved PNGs' resolution (dots per inch).
+DPI = 110
 
 #: Headline metrics of the sweep bar chart: (summary key, axis label).
 HEADLINE = [
@@ -83,7 +93,7 @@ def _fct_cdf(
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
@@ -163,29 +173,132 @@ def _port_labels(ports: dict[str, np.ndarray]) -> dict[int, str]:
     }
 
 
-def _sample_interval_us(scenario: dict[str, Any], t: np.ndarray) -> float:
-    """The sampling interval: the scenario's ``output.sample_interval`` (picoseconds once
-    normalized), else the smallest gap between sampling instants."""
-    v = (scenario.get("output") or {}).get("sample_interval")
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+_TIME_UNITS_US = {"ps": 1e-6, "ns": 1e-3, "us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def _time_us(v: Any) -> float | None:
+    """A scenario time in microseconds: picoseconds as a number, or a string with its unit
+    as the normalized scenario writes it (``"2us"``); None if it is neither."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v) / 1e6
-    gaps = np.diff(np.unique(t))
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ps|ns|us|µs|ms|s)\s*", v)
+        if m:
+            return float(m.group(1)) * _TIME_UNITS_US[m.group(2)]
+    return None
+
+
+def _sample_interval_us(scenario: dict[str, Any], t: np.ndarray) -> float:
+    """The sampling interval: the scenario's ``output.sample_interval`` (picoseconds, or a
+    string with its unit once normalized), else the smallest gap between sampling instants."""
+    v = _time_us((scenario.get("output") or {}).get("sample_interval"))
+    if v is not None and v > 0:
+        return v
+    if len(t) >= 2 and bool(np.all(t[1:] >= t[:-1])):
+        gaps = np.diff(t)
+        gaps = gaps[gaps > 0]
+    else:
+        gaps = np.diff(np.unique(t))
     return float(gaps.min()) if len(gaps) else 1.0
 
 
+def _in_order(t: np.ndarray) -> bool:
+    return len(t) < 2 or bool(np.all(t[1:] >= t[:-1]))
+
+
+def _keys(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    """One integer key per row for the pair (a, b): ``a * nb + b``, and ``nb``."""
+    nb = int(np.max(b)) + 1 if len(b) else 1
+    return np.asarray(a).astype(np.int64) * nb + np.asarray(b).astype(np.int64), nb
+
+
+def _period(key: np.ndarray, t: np.ndarray) -> int:
+    """``P`` when the rows (in time order) are a full matrix: every sampling instant has the
+    same ``P`` distinct keys in the same order (link samples of every sampled port); else 0.
+    One pass over the rows."""
+    n = len(t)
+    p = int(np.searchsorted(t, t[0], side="right"))
+    if p == 0 or n % p or len(np.unique(key[:p])) != p:
+        return 0
+    if not bool((key.reshape(-1, p) == key[:p]).all()):
+        return 0
+    return p if bool((t.reshape(-1, p) == t[::p, None]).all()) else 0
+
+
 def _series(
-    a: np.ndarray, b: np.ndarray, t: np.ndarray, v: np.ndarray
+    a: np.ndarray,
+    b: np.ndarray,
+    t: np.ndarray,
+    v: np.ndarray,
+    keys: Sequence[tuple[int, int]] | None = None,
 ) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-    """Rows grouped by (a, b), each in time order: one sort, then slices (linear in the
-    samples after the sort, instead of one mask over all rows per series)."""
+    """Rows grouped by (a, b), each in time order: ``{(a, b): (t, v)}`` for the pairs in
+    ``keys`` (those present), or for every pair when ``keys`` is None.
+
+    Linear in the rows, never one pass per series over all rows for every series: samples
+    come from the core in time order; a full matrix (:func:`_period`) is reshaped, each series
+    a column (no copy); otherwise a few named series are picked out by one comparison each,
+    and all series come from one stable sort by the pair alone (a radix sort when the keys fit
+    in 16 bits), which keeps each series in time order. Rows out of time order are sorted by
+    (a, b, t) first."""
     if len(t) == 0:
         return {}
-    order = np.lexsort((t, b, a))
-    a, b, t, v = a[order], b[order], t[order], v[order]
-    cut = np.flatnonzero((np.diff(a) != 0) | (np.diff(b) != 0)) + 1
+    key, nb = _keys(a, b)
+    want = None if keys is None else {int(x) * nb + int(y) for x, y in keys}
+    if not _in_order(t):
+        order = np.lexsort((t, key))
+        key, t, v = key[order], t[order], v[order]
+    p = _period(key, t)
+    if p:
+        tm, vm = t.reshape(-1, p), v.reshape(-1, p)
+        return {
+            (int(k) // nb, int(k) % nb): (tm[:, j], vm[:, j])
+            for j, k in enumerate(key[:p])
+            if want is None or int(k) in want
+        }
+    if want is not None and len(want) <= 2 * MAX_SERIES:
+        out = {}
+        for k in sorted(want):
+            idx = np.flatnonzero(key == k)
+            if len(idx):
+                out[(k // nb, k % nb)] = (t[idx], v[idx])
+        return out
+    small = int(key.max()) < 1 << 16 and int(key.min()) >= 0
+    order = np.argsort(key.astype(np.uint16) if small else key, kind="stable")
+    key, t, v = key[order], t[order], v[order]
+    cut = np.flatnonzero(key[1:] != key[:-1]) + 1
     starts = np.concatenate(([0], cut))
     ends = np.concatenate((cut, [len(t)]))
-    return {(int(a[s]), int(b[s])): (t[s:e], v[s:e]) for s, e in zip(starts, ends)}
+    return {
+        (int(key[s]) // nb, int(key[s]) % nb): (t[s:e], v[s:e])
+        for s, e in zip(starts, ends)
+        if want is None or int(key[s]) in want
+    }
+
+
+def _series_stats(
+    a: np.ndarray, b: np.ndarray, v: np.ndarray
+) -> dict[tuple[int, int], tuple[float, float]]:
+    """``{(a, b): (max, mean)}`` of ``v`` over the rows of each pair present, in pair
+    order; linear in the rows (no sort)."""
+    if len(v) == 0:
+        return {}
+    key, nb = _keys(a, b)
+    v = np.asarray(v, dtype=float)
+    if int(key.min()) >= 0 and int(key.max()) <= 4 * len(key) + 1024:
+        inv, present = key, None
+    else:
+        present, inv = np.unique(key, return_inverse=True)
+    n = np.bincount(inv)
+    total = np.bincount(inv, weights=v, minlength=len(n))
+    top = np.full(len(n), -np.inf)
+    np.maximum.at(top, inv, v)
+    ids = np.flatnonzero(n) if present is None else np.arange(len(n))
+    keys = ids if present is None else present
+    return {
+        (int(k) // nb, int(k) % nb): (float(top[i]), float(total[i] / n[i]))
+        for i, k in zip(ids, keys)
+    }
 
 
 def _steps(t: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -199,10 +312,109 @@ def _steps(t: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndar
     return ts, vs
 
 
+def step_path(t: np.ndarray, v: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of a step line (what ``ax.step`` draws), to be drawn with ``ax.plot``.
+
+    ``where="post"``: ``v[i]`` holds on ``[t[i], t[i+1])`` (the last value is a point at
+    ``t[-1]``); ``where="pre"``: ``v[i]`` holds on ``(t[i-1], t[i]]`` (the first value is a
+    point at ``t[0]``)."""
+    n = len(t)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    x = np.empty(2 * n - 1)
+    y = np.empty(2 * n - 1, dtype=float)
+    x[0::2] = t
+    y[0::2] = v
+    if where == "post":
+        x[1::2] = t[1:]
+        y[1::2] = v[:-1]
+    elif where == "pre":
+        x[1::2] = t[:-1]
+        y[1::2] = v[1:]
+    else:
+        raise ValueError(f"where must be 'pre' or 'post', not {where!r}")
+    return x, y
+
+
+def envelope(
+    x: np.ndarray, y: np.ndarray, lo: float, hi: float, columns: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of a polyline (``x`` non-decreasing) that a ``columns``-wide drawing of
+    ``[lo, hi]`` can show: in each of ``columns`` equal buckets of x, the first, the last, the
+    lowest and the highest vertex (first occurrence), in their original order.
+
+    Segments between buckets are kept exactly (the last vertex of a bucket and the first of
+    the next are neighbours in the input); inside a bucket (one pixel column, or less) the
+    line still spans the bucket's minimum to its maximum. So a one-sample spike survives,
+    and the maximum of each bucket is the maximum of its vertices. Lines with fewer than
+    ``4 * columns`` vertices are returned as they are. Linear in the vertices."""
+    n = len(x)
+    if n <= 4 * columns or hi <= lo:
+        return x, y
+    bucket = ((x - lo) * (columns / (hi - lo))).astype(np.int64)
+    np.clip(bucket, 0, columns - 1, out=bucket)
+    cut = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [n]))
+    group = np.repeat(np.arange(len(starts)), ends - starts)
+    keep = np.zeros(n, dtype=bool)
+    keep[starts] = True
+    keep[ends - 1] = True
+    finite = np.isfinite(y)
+    keep[~finite] = True  # a NaN (a gap) is kept as it is
+    for reduce, fill in ((np.maximum, -np.inf), (np.minimum, np.inf)):
+        ext = reduce.reduceat(np.where(finite, y, fill), starts)
+        hit = np.flatnonzero(finite & (y == ext[group]))
+        if len(hit):
+            g = group[hit]
+            keep[hit[np.concatenate(([True], g[1:] != g[:-1]))]] = True  # first to reach it
+    return x[keep], y[keep]
+
+
+#: Buckets an envelope is computed for: the width in pixels of a whole time-series figure
+#: (8 inches at :data:`DPI`); its axes are narrower, so a bucket is narrower than a pixel.
+ENVELOPE_COLUMNS = 8 * DPI
+
+
+def _draw_steps(ax: Any, lines: list[tuple[np.ndarray, np.ndarray, dict[str, Any]]]) -> None:
+    """Draw step paths (from :func:`step_path`) on one time axis, each reduced to its
+    per-pixel envelope over the common x range."""
+    xs = [x for x, _, _ in lines if len(x)]
+    if not xs:
+        return
+    lo = min(float(x[0]) for x in xs)
+    hi = max(float(x[-1]) for x in xs)
+    for x, y, kw in lines:
+        ex, ey = envelope(x, y, lo, hi, ENVELOPE_COLUMNS)
+        ax.plot(ex, ey, **kw)
+
+
+def _first_interval(t: np.ndarray, v: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """A utilization series drawn ``where="pre"`` with its first sample's interval too: a
+    vertex at ``t[0] - dt`` starts the first step."""
+    if len(t) == 0:
+        return t, v
+    return np.concatenate(([t[0] - dt], t)), np.concatenate(([v[0]], v))
+
+
+def _time_means(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of ``v`` at each distinct ``t`` (sorted): run lengths when ``t`` is in order,
+    else one ``np.unique``."""
+    if len(t) < 2 or bool(np.all(t[1:] >= t[:-1])):
+        cut = np.flatnonzero(t[1:] != t[:-1]) + 1
+        starts = np.concatenate(([0], cut))
+        counts = np.diff(np.concatenate((starts, [len(t)])))
+        return t[starts], np.add.reduceat(v, starts) / counts
+    ts, inv = np.unique(t, return_inverse=True)
+    return ts, np.bincount(inv, weights=v) / np.bincount(inv)
+
+
 def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Plot one run folder into ``out_dir``; return the PNG paths."""
     check_plot_dir(out_dir)
-    res = Results.load(run_dir)
+    res = Results.load(
+        run_dir, columns={"link.parquet": ["t_us", "port", "utilization"]}, packets=False
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = res.scenario.get("name", Path(run_dir).name)
@@ -231,15 +443,20 @@ def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -
         q = res.queue_samples
         t, b = np.asarray(q["t_us"], float), np.asarray(q["bytes"], float)
         dt = _sample_interval_us(res.scenario, t)
-        series = _series(np.asarray(q["port"]), np.asarray(q["prio"]), t, b)
-        shown = sorted(sorted(series, key=lambda k: -series[k][1].max())[:MAX_SERIES])
+        port, prio = np.asarray(q["port"]), np.asarray(q["prio"])
+        stats = _series_stats(port, prio, b)
+        shown = sorted(sorted(stats, key=lambda k: -stats[k][0])[:MAX_SERIES])
+        series = _series(port, prio, t, b, keys=shown)
         fig, ax = plt.subplots(figsize=(8, 4))
-        for p_, pr in shown:
+        lines = []
+        for i, (p_, pr) in enumerate(shown):
             ts, vs = _steps(*series[(p_, pr)], dt)
-            ax.step(ts, vs / 1e3, where="post", lw=0.8, label=f"{labels.get(p_, p_)} prio {pr}")
+            kw = {"lw": 0.8, "color": f"C{i % 10}", "label": f"{labels.get(p_, p_)} prio {pr}"}
+            lines.append((*step_path(ts, vs / 1e3, "post"), kw))
+        _draw_steps(ax, lines)
         ax.set_xlabel("time (us)")
         ax.set_ylabel("queue length (KB)")
-        more = f", {MAX_SERIES} highest peaks of {len(series)}" if len(series) > MAX_SERIES else ""
+        more = f", {MAX_SERIES} highest peaks of {len(stats)}" if len(stats) > MAX_SERIES else ""
         ax.set_title(f"{name}: queue length (held over each sampling interval{more})", fontsize=9)
         ax.legend(fontsize=7, ncol=2, loc="upper right")
         ax.grid(True, alpha=0.3)
@@ -249,17 +466,22 @@ def plot_run(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -
         ls = res.link_samples
         t, u = np.asarray(ls["t_us"], float), np.asarray(ls["utilization"], float)
         port = np.asarray(ls["port"])
-        series = _series(port, np.zeros(len(port), dtype=np.uint8), t, u)
-        mean_u = {k[0]: float(v[1].mean()) for k, v in series.items()}
-        shown = sorted(sorted(mean_u, key=lambda p_: -mean_u[p_])[:MAX_SERIES])
+        zero = np.zeros(len(port), dtype=np.uint8)
+        stats = _series_stats(port, zero, u)
+        shown = sorted(sorted(stats, key=lambda k: -stats[k][1])[:MAX_SERIES])
+        series = _series(port, zero, t, u, keys=shown)
+        dt = _sample_interval_us(res.scenario, t)
         fig, ax = plt.subplots(figsize=(8, 4))
-        for p_ in shown:
+        lines = []
+        for i, (p_, _) in enumerate(shown):
             ts, us = series[(p_, 0)]
             # a sample is the utilization over the interval that ends at t_us
-            ax.step(ts, us, where="pre", lw=0.8, label=str(labels.get(p_, p_)))
-        ts, inv = np.unique(t, return_inverse=True)
-        mean_t = np.bincount(inv, weights=u) / np.bincount(inv)
-        ax.step(ts, mean_t, where="pre", color="k", lw=2, label="mean (all sampled)")
+            kw = {"lw": 0.8, "color": f"C{i % 10}", "label": str(labels.get(p_, p_))}
+            lines.append((*step_path(*_first_interval(ts, us, dt), "pre"), kw))
+        ts, mean_t = _time_means(t, u)
+        kw = {"color": "k", "lw": 2, "label": "mean (all sampled)"}
+        lines.append((*step_path(*_first_interval(ts, mean_t, dt), "pre"), kw))
+        _draw_steps(ax, lines)
         top = float(u.max()) if len(u) else 1.0
         ax.set_ylim(0, max(1.05, top * 1.05))
         title = f"{name}: link utilization per sampling interval"
@@ -419,7 +641,7 @@ def plot_grid(
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -434,7 +656,7 @@ def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = [r["run"] for r in rows]
-    flows = {r: Results.load(d / r).flows for r in runs}
+    flows = {r: Results.load(d / r, packets=False).flows for r in runs}
     files = []
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
@@ -455,7 +677,7 @@ def plot_sweep(sweep_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     else:
         _legend(fig, axes[0], len(runs))
     fig.tight_layout()
-    fig.savefig(out / "comparison.png", dpi=110, bbox_inches="tight")
+    fig.savefig(out / "comparison.png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     files.append(out / "comparison.png")
 

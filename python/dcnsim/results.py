@@ -317,20 +317,32 @@ class Results:
         )
 
     @classmethod
-    def load(cls, out_dir: str | os.PathLike[str]) -> Results:
-        """Read a result folder written by :meth:`write`."""
+    def load(
+        cls,
+        out_dir: str | os.PathLike[str],
+        *,
+        columns: Mapping[str, list[str]] | None = None,
+        packets: bool = True,
+    ) -> Results:
+        """Read a result folder written by :meth:`write`.
+
+        ``columns`` reads only the named columns of some Parquet tables (keys
+        ``flows.parquet``, ``queue.parquet``, ``link.parquet``, ``packets.parquet``), e.g. a
+        plot of link samples that needs no ``tx_bytes``; ``packets=False`` leaves the packet
+        trace unread (``packets`` is then None)."""
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
 
         d = Path(out_dir)
         if not (d / "summary.json").is_file():
             raise FileNotFoundError(f"{d} is not a dcnsim result folder (no summary.json)")
+        only = dict(columns or {})
 
         def parquet(name: str, cols: list[str]) -> Table:
             p = d / name
             if not p.is_file():
-                return {c: np.zeros(0) for c in cols}
-            t = pq.read_table(p)
+                return {c: np.zeros(0) for c in only.get(name, cols)}
+            t = pq.read_table(p, columns=only.get(name))
             return {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
 
         ports_t = pacsv.read_csv(d / "ports.csv")
@@ -343,7 +355,7 @@ class Results:
             counters=json.loads((d / "counters.json").read_text()),
             scenario=json.loads((d / "scenario.json").read_text()),
             packets=parquet("packets.parquet", PACKET_COLUMNS)
-            if (d / "packets.parquet").is_file()
+            if packets and (d / "packets.parquet").is_file()
             else None,
         )
         res._summary = _nan_from_null(json.loads((d / "summary.json").read_text()))

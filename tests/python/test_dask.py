@@ -275,3 +275,24 @@ def test_an_unreachable_scheduler_is_exit_2_with_nothing_written(
     assert not (tmp_path / "o").exists()
     r = cli(["sweep", str(sweep), "--out", "o", "--scheduler", addr], tmp_path)
     assert r.returncode == 2 and "needs --engine dask" in r.stderr
+
+
+def test_repro_on_the_cluster_gives_the_local_table(
+    tmp_path: Path, dask_cluster: Cluster, cli: Any
+) -> None:
+    """``dcnsim repro ... --engine dask --scheduler ADDRESS``: the reduced reproduction run on
+    the cluster's workers writes the table a local run writes."""
+    repro = Path(__file__).resolve().parents[2] / "repro" / "ppt_fig1_20"
+    args = ["repro", str(repro), "--reduced", "--variants", "dctcp"]
+    r = cli([*args, "--out", "local"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = cli(
+        [*args, "--out", "remote", "--engine", "dask", "--scheduler", dask_cluster.address],
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"on the Dask cluster at {dask_cluster.address}" in r.stderr
+    table = (tmp_path / "local" / "table.csv").read_text()
+    assert table.startswith("variant,") and "\ndctcp," in table
+    assert (tmp_path / "remote" / "table.csv").read_text() == table
+    assert sim_rows(tmp_path / "remote") == sim_rows(tmp_path / "local")

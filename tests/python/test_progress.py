@@ -135,3 +135,16 @@ def test_every_argument_has_help_and_every_command_points_to_the_docs() -> None:
     for name, sp in sub.choices.items():
         assert "docs/cli.md" in (sp.epilog or ""), name
         assert "docs/cli.md" in sp.format_help().replace("\n", " "), name
+
+
+def test_repro_progress_on_the_command_line_has_an_eta(tmp_path: Path, cli: Any) -> None:
+    repro = Path(__file__).resolve().parents[2] / "repro" / "ppt_fig1_20"
+    args = ["repro", str(repro), "--reduced", "--variants", "dctcp", "--out", "o"]
+    r = cli([*args, "--progress", "--workers", "1"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    drawn = shown_counts(r.stderr)
+    assert (1.0, 1.0) in drawn and all(n <= total for n, total in drawn)
+    assert "[1/1] variant-dctcp" in r.stderr
+    # elapsed<remaining: the estimate of the time left
+    assert re.search(r"\| 0/1 \[\d\d:\d\d<\?", r.stderr), r.stderr
+    assert re.search(r"\| 1/1 \[\d\d:\d\d<\d\d:\d\d", r.stderr), r.stderr

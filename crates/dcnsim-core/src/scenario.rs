@@ -782,7 +782,26 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         pauses,
     };
     crate::limits::check(&sc)?;
+    // Only now (the memory estimate passed) are the flows drawn to count them.
+    if let Some(ids) = &sc.output.trace_flows {
+        if !ids.is_empty() {
+            check_trace_flows(ids, sc.flows().len())?;
+        }
+    }
     Ok(sc)
+}
+
+/// `output.trace_flows` names flows of the workload: ids below its flow count (the flow
+/// table's order). An unknown id would silently trace nothing.
+fn check_trace_flows(ids: &[u32], nflows: usize) -> Result<(), FieldError> {
+    match ids.iter().find(|&&f| f as usize >= nflows) {
+        Some(bad) => Err(FieldError::invalid(
+            "output.trace_flows",
+            format!("flow {bad} does not exist (the workload has {nflows} flows)"),
+            "list flow ids from 0 to flows - 1 (the flow table's order, by start time), or remove the field to trace every flow",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Every class in `classes` (the list at `field`) must exist among `priorities` classes.

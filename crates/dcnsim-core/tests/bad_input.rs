@@ -462,3 +462,25 @@ fn huge_counts_are_refused_before_allocating() {
     // A huge credit queue is a legal (if odd) limit: accepted without reserving it up front.
     assert!(parse_scenario(&doc, Format::Toml, &dir).is_ok());
 }
+
+#[test]
+fn trace_flows_beyond_the_flow_count_are_refused_naming_the_field() {
+    let dir = tmpdir().join("trace-flows");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("two.csv"), "src,dst,size,start\n0,1,1000,0\n2,3,1000,5\n").unwrap();
+    let poisson = "pattern = \"poisson\"\ncdf = \"websearch\"\nload = 0.5\nflows = 10";
+    let explicit = "pattern = \"explicit\"\nfile = \"two.csv\"";
+    let doc = |wl: &str, ids: &str| {
+        toml_with(GOOD_TOPO, "protocol = \"dctcp\"", wl, &format!("[output]\ntrace_flows = {ids}"))
+    };
+    for (wl, bad, n) in [(poisson, "[3, 10]", 10), (explicit, "[2]", 2)] {
+        let (field, msg) = err_field(&doc(wl, bad), &dir);
+        assert_eq!(field, "output.trace_flows", "{msg}");
+        assert!(msg.contains(&format!("the workload has {n} flows")), "{msg}");
+        assert!(msg.contains("flows - 1"), "{msg}");
+    }
+    for (wl, good) in [(poisson, "[0, 9]"), (explicit, "[0, 1]"), (explicit, "[]")] {
+        let sc = parse_scenario(&doc(wl, good), Format::Toml, &dir).unwrap_or_else(|e| panic!("{good}: {e}"));
+        assert!(sc.output.tracing());
+    }
+}
