@@ -15,64 +15,27 @@
 mod common;
 
 use common::*;
-use dcnsim_core::units::Time;
-
-const SIZE: u64 = 64_000;
-const MSS: u64 = 1460;
-const RTO_MIN_MS: f64 = 200.0;
-
-struct Round {
-    qct_ms: f64,
-    timeouts: u32,
-    drops: u64,
-}
-
-fn incast(proto: &str, n: u32) -> Round {
-    let sc = scenario_full(
-        &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"1Gbps","host_delay":"25us"}}"#, n + 1),
-        &format!(r#"{{"protocol":"{proto}","min_rto":"200ms"}}"#),
-        r#"{"buffer":"96KB","ecn_k":"15KB"}"#,
-        "{}",
-        r#"{"audit":true}"#,
-    );
-    let flows = (0..n).map(|i| flow(i, n, SIZE, Time::ZERO)).collect();
-    let (out, rec) = run_flows(&sc, flows);
-    assert!(out.audit_errors.is_empty(), "{proto} N={n}: {:?}", out.audit_errors);
-    for f in 0..n {
-        assert_eq!(rec.borrow().unique_bytes(f), SIZE, "{proto} N={n}: flow {f} bytes delivered = size");
-    }
-    Round {
-        qct_ms: *out.flows.fct_ps.iter().max().unwrap() as f64 / 1e9,
-        timeouts: out.flows.timeouts.iter().sum(),
-        drops: out.counters.drops.iter().map(|d| d.1).sum(),
-    }
-}
-
-fn ideal_ms(n: u32) -> f64 {
-    let pkts = SIZE.div_ceil(MSS);
-    n as f64 * (SIZE + pkts * 40) as f64 * 8.0 / 1e9 * 1e3
-}
 
 #[test]
 fn iatcp_no_timeouts_below_the_one_segment_floor() {
     for n in [16u32, 48, 64] {
-        let r = incast("iatcp", n);
+        let r = incast("iatcp", "", n);
         assert_eq!((r.drops, r.timeouts), (0, 0), "N={n}: IA-TCP keeps the flight within buffer + pipe");
         // The ACK interval makes the senders together carry about C: within 10% of the
         // bottleneck's time (the first RTT and the random first holds cost a little).
-        assert!(r.qct_ms < 1.10 * ideal_ms(n), "N={n}: {} ms vs {} ms", r.qct_ms, ideal_ms(n));
+        assert!(r.qct_ms < 1.10 * incast_ideal_ms(n), "N={n}: {} ms vs {} ms", r.qct_ms, incast_ideal_ms(n));
     }
 }
 
 #[test]
 fn m21tcp_flat_up_to_36_then_first_window_overflows() {
-    let r = incast("m21tcp", 32);
+    let r = incast("m21tcp", "", 32);
     // The first packets of the round are stamped while the port has counted only the flows
     // arrived so far (N = 1, 2, ...), so their ACKs briefly grant large windows: a few drops,
     // all repaired by fast retransmit (measured: 15 drops, 0 timeouts).
     assert_eq!(r.timeouts, 0, "N=32: no timeout ({} drops)", r.drops);
-    assert!(r.qct_ms < 1.10 * ideal_ms(32), "N=32: {} ms", r.qct_ms);
-    let r = incast("m21tcp", 48);
+    assert!(r.qct_ms < 1.10 * incast_ideal_ms(32), "N=32: {} ms", r.qct_ms);
+    let r = incast("m21tcp", "", 48);
     assert!(r.drops > 0 && r.timeouts > 0, "N=48: 96 packets in the first round trip overflow");
-    assert!(r.qct_ms >= RTO_MIN_MS, "N=48: the round waits for RTO_min: {} ms", r.qct_ms);
+    assert!(r.qct_ms >= INCAST_RTO_MIN_MS, "N=48: the round waits for RTO_min: {} ms", r.qct_ms);
 }

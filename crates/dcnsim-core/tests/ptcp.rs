@@ -19,64 +19,21 @@
 mod common;
 
 use common::*;
-use dcnsim_core::units::Time;
-
-const SIZE: u64 = 64_000;
-const MSS: u64 = 1460;
-const RTO_MIN_MS: f64 = 200.0;
-
-struct Round {
-    /// Query completion time: the last flow's FCT (all start at 0), ms.
-    qct_ms: f64,
-    timeouts: u32,
-    drops: u64,
-}
-
-fn incast(proto: &str, extra: &str, n: u32) -> Round {
-    let sc = scenario_full(
-        &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"1Gbps","host_delay":"25us"}}"#, n + 1),
-        &format!(r#"{{"protocol":"{proto}","min_rto":"200ms"{extra}}}"#),
-        r#"{"buffer":"96KB","ecn_k":"15KB"}"#,
-        "{}",
-        r#"{"audit":true}"#,
-    );
-    let flows = (0..n).map(|i| flow(i, n, SIZE, Time::ZERO)).collect();
-    let (out, rec) = run_flows(&sc, flows);
-    // Conservation: the audit holds, every flow finished once, and each receiver got exactly
-    // the flow's bytes.
-    assert!(out.audit_errors.is_empty(), "{proto} N={n}: {:?}", out.audit_errors);
-    assert_eq!(out.flows.fct_ps.len(), n as usize);
-    assert!(out.flows.fct_ps.iter().all(|&f| f > 0), "{proto} N={n}: every flow finishes");
-    for f in 0..n {
-        assert_eq!(rec.borrow().unique_bytes(f), SIZE, "{proto} N={n}: flow {f} bytes delivered = size");
-    }
-    Round {
-        qct_ms: *out.flows.fct_ps.iter().max().unwrap() as f64 / 1e9,
-        timeouts: out.flows.timeouts.iter().sum(),
-        drops: out.counters.drops.iter().map(|d| d.1).sum(),
-    }
-}
-
-/// The time the 1 Gbps bottleneck needs for N x 64 KB: 44 packets of 40 B header each.
-fn ideal_ms(n: u32) -> f64 {
-    let pkts = SIZE.div_ceil(MSS);
-    n as f64 * (SIZE + pkts * 40) as f64 * 8.0 / 1e9 * 1e3
-}
 
 #[test]
 fn ptcp_and_ictcp_avoid_the_incast_timeouts_of_tcp() {
     for n in [32u32, 48, 64] {
         let tcp = incast("tcp", r#","init_cwnd":2"#, n);
         assert!(tcp.drops > 0 && tcp.timeouts > 0, "N={n}: TCP overflows and times out");
-        assert!(tcp.qct_ms >= RTO_MIN_MS, "N={n}: TCP's round takes at least RTO_min ({} ms)", tcp.qct_ms);
+        assert!(tcp.qct_ms >= INCAST_RTO_MIN_MS, "N={n}: TCP's round takes at least RTO_min ({} ms)", tcp.qct_ms);
         for proto in ["ptcp", "ictcp"] {
             let r = incast(proto, "", n);
             assert_eq!(r.timeouts, 0, "N={n}: {proto} has no timeout ({} drops)", r.drops);
             assert!(
-                r.qct_ms < 1.05 * ideal_ms(n),
+                r.qct_ms < 1.05 * incast_ideal_ms(n),
                 "N={n}: {proto} finishes the round in the bottleneck's time: {} ms vs {} ms",
                 r.qct_ms,
-                ideal_ms(n)
+                incast_ideal_ms(n)
             );
             assert!(r.qct_ms * 5.0 < tcp.qct_ms, "N={n}: {proto} {} ms vs TCP {} ms", r.qct_ms, tcp.qct_ms);
         }
@@ -89,10 +46,10 @@ fn ptcp_and_ictcp_avoid_the_incast_timeouts_of_tcp() {
 fn ptcp_stays_flat_where_dctcp_collapses() {
     let n = 64;
     let d = incast("dctcp", r#","init_cwnd":2"#, n);
-    assert!(d.timeouts > 0 && d.qct_ms >= RTO_MIN_MS, "DCTCP: {} ms, {} timeouts", d.qct_ms, d.timeouts);
+    assert!(d.timeouts > 0 && d.qct_ms >= INCAST_RTO_MIN_MS, "DCTCP: {} ms, {} timeouts", d.qct_ms, d.timeouts);
     let p = incast("ptcp", "", n);
     assert_eq!((p.drops, p.timeouts), (0, 0));
-    assert!(p.qct_ms < 1.05 * ideal_ms(n));
+    assert!(p.qct_ms < 1.05 * incast_ideal_ms(n));
 }
 
 /// Which PTCP piece does the work here: up to 64 senders the receive window alone (1 MSS

@@ -160,3 +160,51 @@ pub fn port_stats(out: &RunOutput, port: u32, t0: Time, t1: Time) -> (f64, f64) 
         .sum();
     (util, qsum as f64 / nsamples)
 }
+
+/// PTCP §V-A's incast (reduced, PTCP Table 1 at 1 G): `n` synchronized senders each send
+/// [`INCAST_SIZE`] bytes to one receiver through one switch (1 Gbps links, 25 us per link, a
+/// 96 KB buffer, RTO_min 200 ms), on the Linux host model.
+pub const INCAST_SIZE: u64 = 64_000;
+pub const INCAST_MSS: u64 = 1460;
+pub const INCAST_RTO_MIN_MS: f64 = 200.0;
+
+/// One incast round's outcome.
+pub struct IncastRound {
+    /// Query completion time: the last flow's FCT (all start at 0), ms.
+    pub qct_ms: f64,
+    pub timeouts: u32,
+    pub drops: u64,
+}
+
+/// Run the incast with `proto` (`extra`: more `[transport]` JSON fields, each with a leading
+/// comma). Asserts conservation: the audit holds, every flow finished once, and each receiver
+/// got exactly the flow's bytes.
+pub fn incast(proto: &str, extra: &str, n: u32) -> IncastRound {
+    let sc = scenario_full(
+        &format!(r#"{{"kind":"single_switch","hosts":{},"host_rate":"1Gbps","host_delay":"25us"}}"#, n + 1),
+        &format!(r#"{{"protocol":"{proto}","min_rto":"200ms"{extra}}}"#),
+        r#"{"buffer":"96KB","ecn_k":"15KB"}"#,
+        "{}",
+        r#"{"audit":true}"#,
+    );
+    let flows = (0..n).map(|i| flow(i, n, INCAST_SIZE, Time::ZERO)).collect();
+    let (out, rec) = run_flows(&sc, flows);
+    assert!(out.audit_errors.is_empty(), "{proto} N={n}: {:?}", out.audit_errors);
+    assert_eq!(out.flows.fct_ps.len(), n as usize);
+    assert!(out.flows.fct_ps.iter().all(|&f| f > 0), "{proto} N={n}: every flow finishes");
+    for f in 0..n {
+        assert_eq!(rec.borrow().unique_bytes(f), INCAST_SIZE, "{proto} N={n}: flow {f} bytes delivered = size");
+    }
+    IncastRound {
+        qct_ms: *out.flows.fct_ps.iter().max().unwrap() as f64 / 1e9,
+        timeouts: out.flows.timeouts.iter().sum(),
+        drops: out.counters.drops.iter().map(|d| d.1).sum(),
+    }
+}
+
+/// The time the 1 Gbps bottleneck needs for the incast's n blocks, ms (40 B of header per
+/// packet).
+pub fn incast_ideal_ms(n: u32) -> f64 {
+    let pkts = INCAST_SIZE.div_ceil(INCAST_MSS);
+    n as f64 * (INCAST_SIZE + pkts * 40) as f64 * 8.0 / 1e9 * 1e3
+}
