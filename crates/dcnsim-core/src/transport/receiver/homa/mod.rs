@@ -344,6 +344,27 @@
 //! link busy. In `repro/ppt_fig23_incast` (120 KB ports, 1 ms timeout) 24% of the packets
 //! RESENDs named at N = 32 were still queued, some for over 1 ms.
 //!
+//! # A lost packet keeps its share of the window
+//! Two rules of Homa together, both as in HomaModule (its grant code and its protocol
+//! description): the grant offset is the bytes *received* plus `rtt_bytes`, so a packet lost in
+//! the network still counts as granted and on its way; and the receiver asks for it only after
+//! `resend_timeout` in which no new data of the message arrived. A long message that loses k
+//! packets but keeps receiving others therefore runs with `rtt_bytes` less k packets in flight,
+//! and nothing repairs that until it falls silent: when the sender has sent all it was granted
+//! (the message's end), or pauses for longer than the timer. Homa assumes losses are rare; with
+//! switch buffers far below `rtt_bytes` they are not. Measured in `repro/rpo_fig1c_rtt`
+//! (8-packet buffers, `rtt_bytes` 51,567 B = 36 packets, 5 ms timer): f1 lost 29 unscheduled
+//! packets (42,340 B) at start-up where its and f2's first RTTs met at B -> C, and then sent
+//! 1.95-1.99 Gbps to the end of the run, its remaining 9,227 B window (7 whole packets) per 41
+//! us round trip; f2 lost 33 scheduled packets (48,180 B) at A -> B when the by-passing flows'
+//! unscheduled bursts arrived at 10 ms, and then sent 0.54 Gbps (0.64 once A -> B's queue was
+//! gone): 3 packets per round trip. The largest gap between arrivals was 12 us (f1) and 35 us
+//! (f2), so the 5 ms timer never ran out and nothing was ever retransmitted; B -> C carried
+//! 0.26-0.27 of its capacity. A 100 us timer changed nothing; a 20 us one (shorter than f2's
+//! gaps) fired and kept B -> C at 0.935 during the by-pass, with 59,578 drops instead of 95;
+//! with 1 MB buffers (no loss) B -> C was full. Test:
+//! `lost_packets_hold_part_of_the_window_and_get_no_resend_while_later_packets_arrive`.
+//!
 //! # Header layout
 //! DATA (`kind` [`KIND_DATA`], `DATA` [+ `UNSCHEDULED`]): `seq`/`payload`, `ack` = message
 //! length, `ts` = send time, `aux2` bits [`DATA_RETX`], [`DATA_SENDER_TIMEOUT`], [`DATA_RESEND`],

@@ -899,3 +899,94 @@ fn stalled_message_clock_restarts_at_new_data_and_at_busy() {
     assert_eq!(at, Time::us(270));
     assert_eq!(resends(&call(3, at, &fl, |c| h.on_timer(c, tok))), vec![(0, 1, 1)]);
 }
+
+/// What one run of [`trickle`] saw: data packets delivered per 10 us round, the receiver's
+/// granted-but-not-received bytes after each round, the RESENDs (first packet, packets)
+/// with the time the receiver sent them, and when the message completed.
+struct Trickle {
+    per_round: Vec<usize>,
+    outstanding: Vec<u64>,
+    resends: Vec<(Time, u64, u64)>,
+    done: Option<Time>,
+}
+
+/// A 150-packet message (host 0 to host 1, rtt_bytes 8,128 B: 6 unscheduled packets,
+/// `resend_timeout` 100 us) whose unscheduled packets `lost` are dropped. Every 10 us the
+/// packets sent in the previous round arrive; the receiver's GRANTs go straight back and
+/// the sender sends what they allow. The receiver's timer is fired when due.
+fn trickle(lost: &[u64]) -> Trickle {
+    let fl = flows(&[(0, 1, 150 * MSS)]);
+    let mut h = homa(json!({"resend_timeout": "100us"}));
+    assert_eq!(h.params().rtt_bytes, 8128);
+    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
+    let mut flight = kinds(&a, KIND_DATA);
+    flight.extend(drain(&mut h, &fl, 0, Time::ns(1200), 10));
+    assert_eq!(flight.len(), 6, "the unscheduled packets");
+    flight.retain(|p| !lost.contains(&(p.seq / MSS)));
+    let mut out = Trickle { per_round: Vec::new(), outstanding: Vec::new(), resends: Vec::new(), done: None };
+    let mut timer: Option<(Time, u64)> = None;
+    let mut t = Time::us(5);
+    while out.done.is_none() && t < Time::ms(2) {
+        while let Some((at, tok)) = timer.filter(|x| x.0 <= t) {
+            let a = call(1, at, &fl, |c| h.on_timer(c, tok));
+            for r in kinds(&a, KIND_RESEND) {
+                out.resends.push((at, r.seq / MSS, r.ack.div_ceil(MSS)));
+                let mut r = r;
+                r.src = 1;
+                let b = call(0, at, &fl, |c| h.on_packet(c, &r));
+                flight.extend(kinds(&b, KIND_DATA));
+                flight.extend(drain(&mut h, &fl, 0, at, 10));
+            }
+            timer = recv_timer(&a, 0);
+        }
+        out.per_round.push(flight.len());
+        let mut grants = Vec::new();
+        for p in std::mem::take(&mut flight) {
+            let a = call(1, t, &fl, |c| h.on_packet(c, &p));
+            timer = recv_timer(&a, 0).or(timer);
+            if !a.completions.is_empty() {
+                out.done = Some(t);
+            }
+            grants.extend(kinds(&a, KIND_GRANT));
+        }
+        out.outstanding.push(h.receiver_outstanding(1));
+        for g in grants {
+            let a = call(0, t, &fl, |c| h.on_packet(c, &g));
+            flight.extend(kinds(&a, KIND_DATA));
+        }
+        flight.extend(drain(&mut h, &fl, 0, t, 10));
+        t += Time::us(10);
+    }
+    out
+}
+
+/// Homa's loss recovery as its implementation and protocol description define it (the
+/// mechanism of Homa's low utilization in repro/rpo_fig12_multibottleneck and
+/// repro/rpo_fig1c_rtt, see "A lost packet keeps its share of the window"): the receiver
+/// grants bytes received + `rtt_bytes`, so a lost packet counts as on its way until it is
+/// resent, and the RESEND comes only after `resend_timeout` with no new data. State: a
+/// 150-packet message lost unscheduled packets 1-3 (4,380 B of its 8,128 B window).
+/// Event: its other packets keep arriving every 10 us. The sender may have only 8,128 -
+/// 4,380 = 3,748 B in flight (3 whole packets; 6 without the loss), the receiver's
+/// granted-not-received bytes stay at the whole 8,128 B, and the 100 us timer never runs
+/// out while packets arrive (about 470 us here: no RESEND). When the last new packet has
+/// arrived the message falls silent and exactly one timeout later the receiver asks for
+/// packets 1-3, which complete it.
+#[test]
+fn lost_packets_hold_part_of_the_window_and_get_no_resend_while_later_packets_arrive() {
+    let whole = trickle(&[]);
+    let hit = trickle(&[1, 2, 3]);
+    // Steady state (rounds 3..40): 6 packets per round without the loss, 3 with it.
+    assert!(whole.per_round[3..20].iter().all(|&n| n == 6), "{:?}", whole.per_round);
+    assert!(hit.per_round[3..40].iter().all(|&n| n == 3), "{:?}", hit.per_round);
+    assert!(hit.outstanding[3..40].iter().all(|&b| b == 8128), "{:?}", hit.outstanding);
+    assert!(whole.resends.is_empty() && hit.resends.len() == 1, "{:?}", hit.resends);
+    // The last new packets arrive at `last`; the RESEND goes one timeout later, for 1-3.
+    let rounds = hit.per_round.iter().position(|&n| n == 0).expect("the sender runs out of new data");
+    let last = Time::us(5 + 10 * (rounds as u64 - 1));
+    assert!(last > Time::us(400), "packets arrived for over four timeouts: {last}");
+    assert_eq!(hit.resends[0], (last + Time::us(100), 1, 3));
+    // (This test's network delivers a round's packets at once, the retransmissions too.)
+    assert_eq!(hit.done, Some(last + Time::us(100)), "{:?}", hit.per_round);
+    assert!(whole.done.is_some_and(|d| d < Time::us(300)), "{:?}", whole.done);
+}
