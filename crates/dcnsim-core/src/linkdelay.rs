@@ -23,8 +23,12 @@
 //!   rules; without it the new delay lasts to the end of the run.
 //! - Two rules may not change the same link direction during overlapping periods (the
 //!   delay in between would be ambiguous); they may follow each other.
+//! - A change is an event of the run: a run that ends only when nothing is left to happen
+//!   (`run.stop_when_done = false` and no `time_limit`) lasts at least until its last change.
+//!   The default stop (every foreground flow done, no packet in flight) and a time limit do
+//!   not wait for changes.
 //! - Unchanged by a rule: each flow's `base_rtt` and ideal FCT (computed from the
-//!   topology's delays when the flow table is built) and `ports.csv`'s `delay_ps` (the
+//!   topology's delays when the flow table is built) and `ports.csv`'s `delay_us` (the
 //!   topology's delay).
 //!
 //! # Fields (one `[[link_delay]]` table per rule)
@@ -41,6 +45,7 @@ use crate::config::{from_table, FieldError};
 use crate::topology::Topology;
 use crate::units::Time;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Largest delay a rule may set: far beyond any datacenter path; a longer one is a typo
 /// (and would keep a whole run's packets on one wire).
@@ -97,7 +102,8 @@ pub fn parse(raw: Option<&serde_json::Value>, topo: &Topology) -> Result<Vec<Lin
         )
     })?;
     let mut rules = Vec::with_capacity(arr.len());
-    // (port, start, end) of every rule so far, to refuse overlaps.
+    let index = Index::new(topo);
+    // (port, start, end, rule) of every rule, to refuse overlaps.
     let mut spans: Vec<(u32, Time, Time, usize)> = Vec::new();
     for (i, t) in arr.iter().enumerate() {
         let at = format!("link_delay[{i}]");
@@ -118,63 +124,79 @@ pub fn parse(raw: Option<&serde_json::Value>, topo: &Topology) -> Result<Vec<Lin
                 ));
             }
         }
-        for port in ports_of(&r, topo, &at)? {
-            let end = r.end.unwrap_or(Time::MAX);
-            if let Some(&(_, _, _, j)) = spans.iter().find(|&&(p, s, e, _)| p == port && r.start < e && s < end) {
-                return Err(FieldError::invalid(
-                    at,
-                    format!("changes the link during link_delay[{j}]'s period"),
-                    "give each link direction periods that do not overlap (end one before the next starts)",
-                ));
-            }
-            spans.push((port, r.start, end, i));
+        for port in index.ports_of(&r, &at)? {
+            spans.push((port, r.start, r.end.unwrap_or(Time::MAX), i));
         }
         rules.push(r);
+    }
+    // Overlaps, in O(n log n): sorted by port and start, if two periods of a port overlap,
+    // some two adjacent ones do (a period between them starts before the first one ends).
+    spans.sort_unstable_by_key(|&(p, s, _, i)| (p, s, i));
+    if let Some(w) = spans.windows(2).find(|w| w[0].0 == w[1].0 && w[1].1 < w[0].2) {
+        let (first, second) = (w[0].3.min(w[1].3), w[0].3.max(w[1].3));
+        return Err(FieldError::invalid(
+            format!("link_delay[{second}]"),
+            format!("changes the link during link_delay[{first}]'s period"),
+            "give each link direction periods that do not overlap (end one before the next starts)",
+        ));
     }
     Ok(rules)
 }
 
-/// The egress ports a (parsed) rule changes; errors name `at`'s fields.
-fn ports_of(r: &LinkDelayRule, topo: &Topology, at: &str) -> Result<Vec<u32>, FieldError> {
-    let id = |name: &str, field: &str| {
-        topo.names.iter().position(|n| n == name).map(|i| i as u32).ok_or_else(|| {
-            FieldError::invalid(
-                format!("{at}.{field}"),
-                format!("no node named '{name}'"),
-                "name a node of the topology (an explicit topology's names; h0, h1, ... for hosts of a generated one)",
-            )
-        })
-    };
-    let (a, b) = (id(&r.a, "a")?, id(&r.b, "b")?);
-    let links: Vec<usize> = topo
-        .links
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| (l.a == a && l.b == b) || (l.a == b && l.b == a))
-        .map(|(k, _)| k)
-        .collect();
-    let &[k] = links.as_slice() else {
-        let problem = match links.len() {
-            0 => format!("no link joins '{}' and '{}'", r.a, r.b),
-            n => format!("{n} links join '{}' and '{}'; a rule must name one", r.a, r.b),
+/// Node ids by name, and the topology links between each (unordered) pair of nodes.
+struct Index<'t> {
+    topo: &'t Topology,
+    ids: HashMap<&'t str, u32>,
+    links: HashMap<(u32, u32), Vec<usize>>,
+}
+
+impl<'t> Index<'t> {
+    fn new(topo: &'t Topology) -> Self {
+        let ids = topo.names.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+        let mut links: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+        for (k, l) in topo.links.iter().enumerate() {
+            links.entry((l.a.min(l.b), l.a.max(l.b))).or_default().push(k);
+        }
+        Index { topo, ids, links }
+    }
+
+    /// The egress ports a (parsed) rule changes; errors name `at`'s fields.
+    fn ports_of(&self, r: &LinkDelayRule, at: &str) -> Result<Vec<u32>, FieldError> {
+        let id = |name: &str, field: &str| {
+            self.ids.get(name).copied().ok_or_else(|| {
+                FieldError::invalid(
+                    format!("{at}.{field}"),
+                    format!("no node named '{name}'"),
+                    "name a node of the topology (an explicit topology's names; h0, h1, ... for hosts of a generated one)",
+                )
+            })
         };
-        return Err(FieldError::invalid(at, problem, "name the two ends of one link of the topology"));
-    };
-    let [fwd, back] = link_ports(k);
-    // `fwd` leaves the topology link's own `a`; the rule's `a` may be either end.
-    let a_to_b = if topo.links[k].a == a { fwd } else { back };
-    Ok(match r.direction {
-        Direction::AToB => vec![a_to_b],
-        Direction::Both => vec![fwd, back],
-    })
+        let (a, b) = (id(&r.a, "a")?, id(&r.b, "b")?);
+        let links = self.links.get(&(a.min(b), a.max(b))).map_or(&[][..], |v| v.as_slice());
+        let &[k] = links else {
+            let problem = match links.len() {
+                0 => format!("no link joins '{}' and '{}'", r.a, r.b),
+                n => format!("{n} links join '{}' and '{}'; a rule must name one", r.a, r.b),
+            };
+            return Err(FieldError::invalid(at, problem, "name the two ends of one link of the topology"));
+        };
+        let [fwd, back] = link_ports(k);
+        // `fwd` leaves the topology link's own `a`; the rule's `a` may be either end.
+        let a_to_b = if self.topo.links[k].a == a { fwd } else { back };
+        Ok(match r.direction {
+            Direction::AToB => vec![a_to_b],
+            Direction::Both => vec![fwd, back],
+        })
+    }
 }
 
 /// Every change the rules make, in the order they apply (by time, then rule order; a
 /// rule's `end` restores the topology's delay).
 pub fn schedule(rules: &[LinkDelayRule], topo: &Topology) -> Vec<Change> {
     let mut out = Vec::new();
+    let index = Index::new(topo);
     for (i, r) in rules.iter().enumerate() {
-        let ports = ports_of(r, topo, &format!("link_delay[{i}]")).expect("validated when the scenario was parsed");
+        let ports = index.ports_of(r, &format!("link_delay[{i}]")).expect("validated when the scenario was parsed");
         for port in ports {
             out.push(Change { at: r.start, port, delay: r.delay });
             if let Some(end) = r.end {
@@ -278,5 +300,14 @@ mod tests {
         };
         assert_eq!(field_of(two("1500us")), "link_delay[1]");
         assert!(parse(Some(&two("2ms")), &chain()).is_ok());
+        // An overlap between rules far apart in the list, among others that do not overlap.
+        let many = json!([{"a": "A", "b": "B", "start": "1ms", "end": "2ms", "delay": "20us"},
+                          {"a": "h", "b": "A", "start": "0ms", "delay": "2us"},
+                          {"a": "A", "b": "B", "direction": "a_to_b", "start": "3ms", "delay": "1us"},
+                          {"a": "B", "b": "A", "direction": "a_to_b", "start": "2ms", "end": "3ms", "delay": "9us"},
+                          {"a": "B", "b": "A", "direction": "a_to_b", "start": "1999us", "delay": "9us"}]);
+        let e = parse(Some(&many), &chain()).unwrap_err();
+        assert_eq!(e.field(), "link_delay[4]");
+        assert!(e.to_string().contains("link_delay[0]'s period"), "{e}");
     }
 }
