@@ -32,6 +32,8 @@ pub enum Event {
     /// Flow `flow` of a barrier round arrives (its round was released when the previous
     /// round ended).
     Start { flow: u32 },
+    /// Change `idx` of the run's `[[link_delay]]` schedule takes effect.
+    LinkDelay { idx: u32 },
 }
 
 /// An event outside the wheel (timers, flow arrivals, samples, and link events too far

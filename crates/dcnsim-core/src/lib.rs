@@ -18,6 +18,7 @@ pub mod event;
 pub mod fuzz;
 pub mod host;
 pub mod limits;
+pub mod linkdelay;
 pub mod network;
 mod nonfinite;
 pub mod output;

@@ -50,6 +50,10 @@ pub struct Port {
     pub passthrough: u32,
     /// A `TxDone` event for this port is in the event queue.
     pub txdone_pending: bool,
+    /// A `[[link_delay]]` change has lowered this port's delay: a transmission's arrival is
+    /// then kept at or after the previous packet's (the wire is FIFO). Never set otherwise,
+    /// so ports of runs without such a change skip the comparison.
+    pub fifo_clamp: bool,
     // ---- second cache line ----
     /// Time of the wake-up (`TxDone`) scheduled because the queue held packets none of which
     /// could leave yet ([`QueueDisc::next_ready`]); `Time::MAX` when none.
@@ -108,6 +112,14 @@ impl Pipe {
             // SAFETY: `len > 0`, so `head < buf.len()` (the type's invariant).
             Some(unsafe { self.buf.get_unchecked(self.head as usize) })
         }
+    }
+    /// Arrival time of the last packet on the wire (the pipe must not be empty).
+    #[inline]
+    pub fn back_time(&self) -> Time {
+        debug_assert!(self.len > 0);
+        let i = (self.head + self.len - 1) as usize & (self.buf.len() - 1);
+        // SAFETY: `len > 0`, so `buf` is not empty and the mask keeps `i` in range.
+        unsafe { self.buf.get_unchecked(i).0 }
     }
     #[inline]
     pub fn pop_front(&mut self) -> Option<(Time, PktIdx)> {
@@ -265,6 +277,7 @@ impl Network {
                     disc,
                     busy_until: Time::ZERO,
                     txdone_pending: false,
+                    fifo_clamp: false,
                     wake_at: Time::MAX,
                     tx_bytes: 0,
                     drops: 0,
@@ -519,6 +532,7 @@ mod tests {
             offset_of!(Port, ps_per_byte) + 4,
             offset_of!(Port, passthrough) + 4,
             offset_of!(Port, txdone_pending) + 1,
+            offset_of!(Port, fifo_clamp) + 1,
         ] {
             assert!(end <= 64, "{end}");
         }

@@ -101,6 +101,9 @@ struct RawScenario {
     /// `[[pause]]` rules (`pause.rs`).
     #[serde(default)]
     pause: Option<serde_json::Value>,
+    /// `[[link_delay]]` rules (`linkdelay.rs`).
+    #[serde(default)]
+    link_delay: Option<serde_json::Value>,
     /// Facts `to_json` adds for readers (host count, base RTT ...); ignored on input so
     /// that a saved `scenario.json` runs again as it is.
     #[serde(default, rename = "derived")]
@@ -359,6 +362,8 @@ pub struct Scenario {
     pub lp_classes: Vec<u8>,
     /// `[[pause]]`: periods in which flows' sources ignore their receivers (`pause.rs`).
     pub pauses: Vec<crate::pause::PauseRule>,
+    /// `[[link_delay]]`: timed changes of links' propagation delays (`linkdelay.rs`).
+    pub link_delays: Vec<crate::linkdelay::LinkDelayRule>,
 }
 
 /// Parse and validate a scenario document.
@@ -764,6 +769,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     let pauses = crate::pause::parse(raw.pause.as_ref(), topology.num_hosts, &mut || {
         workload.generate(&mut Rng::stream(raw.seed, streams::WORKLOAD)).len()
     })?;
+    let link_delays = crate::linkdelay::parse(raw.link_delay.as_ref(), &topology)?;
     let sc = Scenario {
         name: raw.name,
         seed: raw.seed,
@@ -780,6 +786,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         base_dir: base_dir.to_path_buf(),
         lp_classes: derived.lp_classes,
         pauses,
+        link_delays,
     };
     crate::limits::check(&sc)?;
     // Only now (the memory estimate passed) are the flows drawn to count them.
@@ -870,6 +877,9 @@ impl Scenario {
         let mut v = v;
         if !self.pauses.is_empty() {
             v["pause"] = serde_json::json!(self.pauses);
+        }
+        if !self.link_delays.is_empty() {
+            v["link_delay"] = serde_json::json!(self.link_delays);
         }
         if self.queue.int {
             // Only runs with in-band telemetry say so (other runs' scenario.json is unchanged).

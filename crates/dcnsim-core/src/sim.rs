@@ -168,6 +168,8 @@ pub struct Sim<'a> {
     switch_agents: bool,
     /// The packet trace's log, shared with the traced ports' policies (`crate::trace`).
     trace: Option<crate::trace::SharedLog>,
+    /// `[[link_delay]]`: the propagation-delay changes, in the order they apply.
+    delay_changes: Vec<crate::linkdelay::Change>,
 }
 
 impl<'a> Sim<'a> {
@@ -301,7 +303,14 @@ impl<'a> Sim<'a> {
         let spray = (sc.network.routing == Routing::Spray).then(|| sc.rng(streams::ROUTING + 100));
         let port_lost = vec![PortLost::default(); net.ports.len()];
         // How far ahead link events lie: one MTU's serialization plus propagation.
-        let horizon = net.ports.iter().map(|p| p.tx_time(sc.network.mtu.0) + p.delay).max().unwrap_or_default();
+        let delay_changes = crate::linkdelay::schedule(&sc.link_delays, &sc.topology);
+        let horizon = net
+            .ports
+            .iter()
+            .map(|p| p.tx_time(sc.network.mtu.0) + p.delay)
+            .chain(delay_changes.iter().map(|c| net.ports[c.port as usize].tx_time(sc.network.mtu.0) + c.delay))
+            .max()
+            .unwrap_or_default();
         Sim {
             sc,
             q: EventQueue::with_horizon(horizon),
@@ -359,6 +368,7 @@ impl<'a> Sim<'a> {
             failure: None,
             switch_agents,
             trace,
+            delay_changes,
         }
     }
 
@@ -386,6 +396,10 @@ impl<'a> Sim<'a> {
     /// not exhaust memory).
     pub fn run(mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> RunOutput {
         let wall = Instant::now();
+        // First, so that a change at time t precedes everything else the run does at t.
+        for (i, c) in self.delay_changes.iter().enumerate() {
+            self.q.push(c.at, Event::LinkDelay { idx: i as u32 });
+        }
         if self.open_end > 0 {
             self.q.push(self.flows[0].start, Event::FlowArrival);
         }
@@ -467,6 +481,12 @@ impl<'a> Sim<'a> {
                 Event::Start { flow } => {
                     self.gated_unstarted -= 1;
                     self.start_one(t, flow as usize)
+                }
+                Event::LinkDelay { idx } => {
+                    let c = self.delay_changes[idx as usize];
+                    let pt = &mut self.net.ports[c.port as usize];
+                    pt.fifo_clamp |= c.delay < pt.delay;
+                    pt.delay = c.delay;
                 }
             }
             // One test per event: `check_at` is the next multiple of PROGRESS_EVERY, or 0
@@ -1050,7 +1070,8 @@ impl<'a> Sim<'a> {
             pt.node.push(p.node);
             pt.peer.push(p.peer);
             pt.rate_bps.push(p.rate.0);
-            pt.delay_ps.push(p.delay.0);
+            // The topology's delay (a `[[link_delay]]` change is not reflected).
+            pt.delay_ps.push(sc.topology.links[i / 2].delay.0);
             pt.node_kind.push(sc.topology.tiers[p.node as usize].name().to_string());
             pt.peer_kind.push(sc.topology.tiers[p.peer as usize].name().to_string());
             pt.tx_bytes.push(p.tx_bytes);
@@ -1320,13 +1341,17 @@ fn transmit(
     let end = now + pt.tx_time(size);
     pt.busy_until = end;
     pt.tx_bytes += size;
-    let arrive = end + pt.delay;
+    let mut arrive = end + pt.delay;
     let more = queued || (nic_idle && pt.node < hosts);
     if more {
         pt.txdone_pending = true;
     }
     if pt.pipe.is_empty() {
         q.push(arrive, Event::LinkArrive { port });
+    } else if pt.fifo_clamp {
+        // FIFO wire: after a `[[link_delay]]` drop a packet does not overtake the one before
+        // it (with a constant delay the previous arrival is always earlier).
+        arrive = arrive.max(pt.pipe.back_time());
     }
     pt.pipe.push_back((arrive, idx));
     if more {
