@@ -62,9 +62,9 @@ test: test-rust test-python
 test-rust:
 	cargo test --profile release-test -p dcnsim-core
 
-# pytest-xdist: one worker process per core, idle workers take queued tests from busy ones.
+# pytest-xdist: one worker process per logical CPU, idle workers take queued tests from busy ones.
 test-python: $(EXT_STAMP)
-	$(VPY) -m pytest -q -n auto --dist worksteal tests/python
+	$(VPY) -m pytest -q -n logical --dist worksteal tests/python
 
 lint: $(DEPS_STAMP)
 	cargo fmt --all -- --check
