@@ -58,11 +58,13 @@ demo: $(EXT_STAMP)
 
 test: test-rust test-python
 
+# The release-test profile (Cargo.toml): release optimisation, no fat LTO per test binary.
 test-rust:
-	cargo test --release -p dcnsim-core
+	cargo test --profile release-test -p dcnsim-core
 
+# pytest-xdist: one worker process per logical CPU, idle workers take queued tests from busy ones.
 test-python: $(EXT_STAMP)
-	$(VPY) -m pytest -q tests/python
+	$(VPY) -m pytest -q -n logical --dist worksteal tests/python
 
 lint: $(DEPS_STAMP)
 	cargo fmt --all -- --check

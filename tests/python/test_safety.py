@@ -491,6 +491,10 @@ def _start(tmp_path: Path, pipes: bool = True) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE if pipes else subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         text=True,
+        # A shell without job control starts background commands with SIGINT ignored, and
+        # an ignored signal stays ignored across exec: give the sweep the default disposition
+        # (Python's KeyboardInterrupt), as a terminal would, whatever started pytest.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
