@@ -19,11 +19,12 @@ from dcnsim.sweep import run_sweep
 REPRO = Path(__file__).resolve().parents[2] / "repro"
 
 
-def test_ptcp_fig11_12_reduced_datamining_ptcp_small_flows_beat_m21tcp_and_dctcp(tmp_path: Path) -> None:
+def test_ptcp_fig11_12_reduced_datamining_small_flows_beat_m21tcp_and_dctcp(tmp_path: Path) -> None:
     rep = load_repro(REPRO / "ptcp_fig11_12_no_incast", reduced=True)
     rep.sweep.grid["workload[1].cdf"] = ["datamining"]
     rep.sweep.grid["seed"] = [1, 2, 3]
-    rep.sweep.variants = {k: v for k, v in rep.sweep.variants.items() if k in ("ptcp", "m21tcp", "dctcp")}
+    keep = ("ptcp", "m21tcp", "dctcp")
+    rep.sweep.variants = {k: v for k, v in rep.sweep.variants.items() if k in keep}
     report = run_sweep(rep.sweep, tmp_path / "out", workers=2)
     assert not report.failed, [f.error for f in report.failed]
     by = {(r["variant"], int(r["seed"])): r for r in report.rows}
