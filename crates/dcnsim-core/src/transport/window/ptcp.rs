@@ -57,7 +57,7 @@
 //!   `target` stops the growth, and the interval's end applies the decrease, once per
 //!   interval as DCTCP cuts once per window. `"interval"`: one MSS at the end of a clean
 //!   interval. Measured on the Fig. 11 setting (web search, 1 Gbps, small flows beside a
-//!   background flow, load 0.1): small-flow average 2,926 us with `"interval"`, 1,032 us with
+//!   background flow, load 0.1): small-flow average 2,926 us with `"interval"`, 1,145 us with
 //!   `"packet"` (DCTCP 3,385 us).
 //! - **Eq. 6, P1 of medium flows** (`p1_rule`): the text wants a monotone curve from about 1
 //!   down to 0.1 and says `S(10) = 0.1`, but `S(10) = 0.0645` and `S(x) < 0.1` from `x = ln(14.5 / 5.5) = 0.97`
