@@ -17,7 +17,6 @@ is left out of the first phase.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dcnsim.results import atomic_write_bytes
+from dcnsim.phases import phase_utilization, write_quantity_table
 
 # Phases of base.toml (ms): before, during and after f3 by-passes f2 on A -> B.
 PHASES = [("before", 1.0, 10.0), ("during", 10.0, 35.0), ("after", 35.0, 45.0)]
@@ -49,21 +48,6 @@ def port_rate_bps(run: Path, port: int) -> float:
             if int(r["id"]) == port:
                 return float(r["rate_bps"])
     raise SystemExit(f"{run}: no port {port}")
-
-
-def phase_utilization(run: Path, port: int) -> dict[str, float]:
-    import pandas as pd
-
-    link = pd.read_parquet(run / "link.parquet")
-    link = link[link["port"] == port].sort_values("t_us")
-    end = link["t_us"].to_numpy()
-    dt = float(np.min(np.diff(end))) if len(end) > 1 else math.nan
-    util = link["utilization"].to_numpy()
-    out = {}
-    for name, a, b in PHASES:
-        sel = (end - dt >= a * 1000 - 1e-6) & (end <= b * 1000 + 1e-6)
-        out[name] = float(util[sel].mean()) if sel.any() else math.nan
-    return out
 
 
 def queue_delay_us(run: Path, port: int, a_ms: float, b_ms: float, rate_bps: float) -> float:
@@ -139,8 +123,8 @@ def analyse(out_dir: Path) -> list[dict[str, Any]]:
     if not runs:
         raise SystemExit(f"{out_dir}: no finished run; run `dcnsim repro` first")
     for variant, run in runs:
-        bc = phase_utilization(run, port_of(run, NODE_B, NODE_C))
-        ab = phase_utilization(run, port_of(run, NODE_A, NODE_B))
+        bc = phase_utilization(run, port_of(run, NODE_B, NODE_C), PHASES)
+        ab = phase_utilization(run, port_of(run, NODE_A, NODE_B), PHASES)
         row: dict[str, Any] = {"variant": variant}
         row.update({f"B->C util {k}": v for k, v in bc.items()})
         row["B->C drop during vs before"] = 1 - bc["during"] / bc["before"]
@@ -175,12 +159,6 @@ def analyse(out_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.3f}"
-    return str(v)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -188,19 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args[0])
     rows = analyse(out)
-    cols = list(rows[0])
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: _fmt(v) for k, v in r.items()})
-    atomic_write_bytes(out / "phases.csv", buf.getvalue().encode())
-    md = ["# RPO Fig. 1(c) (simulated): bottleneck utilization per phase", ""]
-    md.append("| quantity | " + " | ".join(r["variant"] for r in rows) + " |")
-    md.append("|---" * (len(rows) + 1) + "|")
-    for c in cols[1:]:
-        md.append(f"| {c} | " + " | ".join(_fmt(r[c]) for r in rows) + " |")
-    atomic_write_bytes(out / "phases.md", ("\n".join(md) + "\n").encode())
+    md = write_quantity_table(
+        out, rows, "RPO Fig. 1(c) (simulated): bottleneck utilization per phase"
+    )
     print("\n".join(md))
     return 0
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dcnsim.phases import phase_utilization, write_quantity_table
 from dcnsim.results import atomic_write_bytes
 
 # Phases of base.toml (ms): f1 alone, both ON, f1 OFF, both ON, f1 OFF, both ON.
@@ -59,22 +60,6 @@ def bottleneck_port(run: Path) -> dict[str, Any]:
             r for r in csv.DictReader(f) if r["node_kind"] != "host" and r["peer_kind"] != "host"
         ]
     return max(rows, key=lambda r: int(r["tx_bytes"]))
-
-
-def phase_utilization(run: Path, port: int) -> dict[str, float]:
-    import pandas as pd
-
-    link = pd.read_parquet(run / "link.parquet")
-    link = link[link["port"] == port].sort_values("t_us")
-    dt = float(np.min(np.diff(link["t_us"].to_numpy()))) if len(link) > 1 else math.nan
-    out = {}
-    for name, a, b in PHASES:
-        end = link["t_us"].to_numpy()
-        sel = (end - dt >= a * 1000 - 1e-6) & (end <= b * 1000 + 1e-6)
-        # Intervals with no traffic have no row only if the port never sent; link rows exist
-        # for every interval of a sampled port (docs/results.md), so a mean over rows is fair.
-        out[name] = float(link["utilization"].to_numpy()[sel].mean()) if sel.any() else math.nan
-    return out
 
 
 def replay_k(run: Path, port: int, rate_bps: int, period_ps: int, mss: int) -> dict[str, Any]:
@@ -176,7 +161,7 @@ def analyse(out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     for variant, run in runs.items():
         p = bottleneck_port(run)
         port = int(p["id"])
-        util = phase_utilization(run, port)
+        util = phase_utilization(run, port, PHASES)
         row: dict[str, Any] = {"variant": variant, "port": port}
         row.update({f"util {k}": v for k, v in util.items()})
         if (run / "packets.parquet").is_file():
@@ -239,26 +224,9 @@ def _b(v: Any) -> int:
     return int(s[:-1]) if s.endswith("B") else int(s)
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.3f}"
-    return str(v)
-
-
 def write_outputs(out_dir: Path, rows: list[dict[str, Any]], fig11: dict[str, Any]) -> None:
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", restval="")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: _fmt(v) for k, v in r.items()})
-    atomic_write_bytes(out_dir / "phases.csv", buf.getvalue().encode())
-    md = ["# RPO Fig. 2(c)/11 (simulated): per-phase bottleneck utilization; Fig. 11's k", ""]
-    md.append("| quantity | " + " | ".join(r["variant"] for r in rows) + " |")
-    md.append("|---" * (len(rows) + 1) + "|")
-    for c in cols[2:]:
-        md.append(f"| {c} | " + " | ".join(_fmt(r.get(c, "")) for r in rows) + " |")
-    atomic_write_bytes(out_dir / "phases.md", ("\n".join(md) + "\n").encode())
+    title = "RPO Fig. 2(c)/11 (simulated): per-phase bottleneck utilization; Fig. 11's k"
+    write_quantity_table(out_dir, rows, title, key_cols=2)
     if not fig11:
         return
     import matplotlib
