@@ -69,6 +69,15 @@ fn data(f: &FlowInfo, idx: u64, unscheduled: bool) -> Packet {
     }
 }
 
+/// Flow 0 starts at time 0; what its sender sends then and when its NIC goes idle `n`
+/// times right after.
+fn start_and_drain(h: &mut Homa, fl: &[FlowInfo], n: usize) -> Vec<Packet> {
+    let a = call(0, Time::ZERO, fl, |c| h.start_flow(c, 0));
+    let mut sent = a.sends.clone();
+    sent.extend(drain(h, fl, 0, Time::ns(1200), n));
+    sent
+}
+
 /// The sender's data packets when its NIC goes idle `n` times from `t`.
 fn drain(h: &mut Homa, fl: &[FlowInfo], host: NodeId, t: Time, n: usize) -> Vec<Packet> {
     let mut out = Vec::new();
@@ -299,9 +308,7 @@ fn sender_timeout_reintroduces_a_message_the_receiver_never_saw() {
 fn aeolus_recovers_lost_unscheduled_packets_via_the_probe_without_timeout() {
     let fl = flows(&[(0, 1, 10 * MSS)]);
     let mut h = homa(json!({"aeolus": true, "unsched_prios": 2}));
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 6));
+    let sent = start_and_drain(&mut h, &fl, 6);
     let seqs: Vec<(u8, u64)> = sent.iter().map(|p| (p.kind, p.seq / MSS)).collect();
     assert_eq!(
         seqs,
@@ -370,9 +377,7 @@ fn aeolus_recovers_lost_unscheduled_packets_via_the_probe_without_timeout() {
 fn aeolus_retransmission_paid_for_a_packet_the_receiver_holds_is_granted_again() {
     let fl = flows(&[(0, 1, 10 * MSS)]);
     let mut h = homa(json!({"aeolus": true, "unsched_prios": 2}));
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 6));
+    let sent = start_and_drain(&mut h, &fl, 6);
     assert_eq!(sent.len(), 7, "six unscheduled packets and the probe");
     // Receiver (t = 5..10 us): all six unscheduled packets, then the probe (11 us).
     let mut to_sender = Vec::new();
@@ -445,9 +450,7 @@ fn fully_unscheduled_message_whose_aeolus_retransmissions_are_lost_completes_via
     let fl = flows(&[(0, 1, 4200)]);
     let mut h = homa(json!({"aeolus": true, "rtt_bytes": "4000B", "resend_timeout": "100us"}));
     assert_eq!((h.params().unsched_packets(4200), h.params().unsched_bytes(4200)), (3, 4200));
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 3));
+    let sent = start_and_drain(&mut h, &fl, 3);
     let k: Vec<(u8, u64)> = sent.iter().map(|p| (p.kind, p.seq / MSS)).collect();
     assert_eq!(k, vec![(KIND_DATA, 0), (KIND_DATA, 1), (KIND_DATA, 2), (KIND_PROBE, 2)]);
     // The three data packets are dropped; the probe arrives at 5 us.
@@ -657,16 +660,12 @@ fn control_probe_on_flow_start_rides_class_0_behind_a_lowest_class_burst() {
     let cfg =
         json!({"aeolus": true, "aeolus_mode": "low_priority", "aeolus_probe_class": "control", "unsched_prios": 2});
     let mut h = homa(cfg);
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+    let sent = start_and_drain(&mut h, &fl, 4);
     let got: Vec<(u8, u64, u8)> = sent.iter().map(|p| (p.kind, p.seq / MSS, p.prio)).collect();
     assert_eq!(got, vec![(KIND_DATA, 0, 7), (KIND_DATA, 1, 7), (KIND_DATA, 2, 7), (KIND_PROBE, 2, 0)]);
     // The default keeps the probe behind the burst, in the lowest class.
     let mut h = homa(json!({"aeolus": true, "aeolus_mode": "low_priority", "unsched_prios": 2}));
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+    let sent = start_and_drain(&mut h, &fl, 4);
     assert_eq!((sent[3].kind, sent[3].prio), (KIND_PROBE, 7));
 }
 
@@ -681,9 +680,7 @@ fn control_probe_on_overtaking_waiting_unscheduled_packets_gets_them_resent_as_s
     let cfg =
         json!({"aeolus": true, "aeolus_mode": "low_priority", "aeolus_probe_class": "control", "unsched_prios": 2});
     let mut h = homa(cfg);
-    let a = call(0, Time::ZERO, &fl, |c| h.start_flow(c, 0));
-    let mut sent = a.sends.clone();
-    sent.extend(drain(&mut h, &fl, 0, Time::ns(1200), 4));
+    let sent = start_and_drain(&mut h, &fl, 4);
     let mut probe = sent[3];
     probe.src = 0;
     // Receiver: packet 0, then the probe (packets 1 and 2 are still queued).
