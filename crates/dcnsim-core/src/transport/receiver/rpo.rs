@@ -47,7 +47,7 @@
 //! | `host_opp_queue` | one BDP in packets (fastest host rate x largest base RTT / MTU, rounded up) | opportunistic releases a sender keeps waiting for its idle NIC (see below) |
 //! | `grant_timeout` | 3 x the flow's RTT (`grant_rtt`) | per-grant timer at the receiver (§IV-C: 3 x RTT); a time here fixes it |
 //! | `grant_rtt` | `"measured"` | the RTT the timer multiplies: `"measured"` (the receiver's smoothed grant-to-data round trip of the flow, starting at the base RTT and never below it) or `"base"` (the flow's base RTT) |
-//! | `sender_timeout` | 2 x `grant_timeout` | a sender that heard nothing of an unfinished flow for this long resends its lowest unreported packet |
+//! | `sender_timeout` | 2 x `grant_timeout` | a sender that heard no news of an unfinished flow for this long resends its lowest unreported packet (see "Choices") |
 //! | `normal_drop` | `"first_rtt"` | which normal packets the switches may drop above their small threshold: `"first_rtt"` (the first-RTT packets, flagged `UNSCHEDULED`), `"all"` (every normal data packet flagged `UNSCHEDULED`), `"off"` (none flagged) |
 //! | `ctrl_prio`, `normal_prio`, `opp_prio` | 0, min(1, P - 2), P - 1 with P = `network.priorities` | classes of grants/ACKs, normal and opportunistic packets |
 //!
@@ -60,8 +60,14 @@
 //!   normal packets are dropped only on buffer overflow. `normal_drop = "all"` is the
 //!   paper's literal wording.
 //! - **What a grant's "corresponding packet" is.** Every data packet carries the serial of
-//!   the grant that released it; the grant is answered when a *normal* packet with that
-//!   serial arrives. Opportunistic packets do not answer grants: they may wait in a
+//!   the grant that released it; the grant is answered when the normal packet it released
+//!   arrives. A grant's opportunistic packet is flagged ([`DATA_OPP_SLOT`]) and never
+//!   answers it, not even when it is resent as a normal packet where the loops met: if it
+//!   did, a grant whose normal packet was lost would count as answered, and nothing would
+//!   recover that packet (measured: on the 400-host network of the paper's §VIII-A, 2,400
+//!   web-search flows at load 0.6, half of them ON/OFF with deferred grants, one 3.97 MB
+//!   flow kept four such packets missing for the whole 200 ms run). Opportunistic packets do
+//!   not answer grants: they may wait in a
 //!   low-priority queue for many RTTs by design (the paper's Fig. 11 shows 15 of them
 //!   staying), and timing them out made every such wait a retransmission, each of which
 //!   was granted again: the run grew without bound (a 4-to-1 test with 2 MB flows reached
@@ -123,12 +129,20 @@
 //! - The re-sequencing buffer is unbounded; its size is the payload held above the
 //!   in-order prefix.
 //! - The sender timeout (not in the paper) repairs a flow whose every first-RTT packet was
-//!   lost (the receiver never learns it) and a lost completion ACK.
+//!   lost (the receiver never learns it), a lost completion ACK, and a packet no grant
+//!   covers any more (an opportunistic packet lost after its grant was answered, which the
+//!   walk where the loops meet passed while no fresh grant came). It counts from the last
+//!   *news* (a grant reporting a packet not known delivered, a longer in-order prefix, or a
+//!   grant serial not seen before): grants re-sent for packets already delivered arrive
+//!   every `grant_timeout` until the flow completes, and in the run above they kept putting
+//!   the timeout off for good. When it fires after the loops met, later grants walk the
+//!   unreported packets again from the one it resent.
 //!
 //! # Packet fields (this module's meaning)
 //! `kind`: [`KIND_DATA`], [`KIND_GRANT`], [`KIND_ACK`]. Data: `seq`/`payload` as usual,
 //! `aux` = serial of the grant that released it ([`NO_SERIAL`] for a sender-timeout
-//! packet), `aux2` bit [`DATA_RETX`] = sent before, `ts` = send time, `ack` = the send time
+//! packet), `aux2` bits [`DATA_RETX`] = sent before and [`DATA_OPP_SLOT`] = fills its
+//! grant's opportunistic slot, `ts` = send time, `ack` = the send time
 //! (ps) of the fresh grant that released this first transmission of a normal packet, else 0.
 //! Grant: `aux` = serial, `seq` = offset of the data packet that caused it, `ack` =
 //! receiver's in-order prefix (bytes), `ts` = the grant's send time, `aux2` bits
@@ -157,6 +171,10 @@ pub const GRANT_RESENT: u32 = 2;
 pub const NO_SERIAL: u64 = u64::MAX;
 /// Data `aux2` bit: a retransmission.
 pub const DATA_RETX: u32 = 1;
+/// Data `aux2` bit: the packet fills its grant's opportunistic slot (sent as an
+/// opportunistic packet, or resent as a normal one where the loops met); it does not answer
+/// the grant.
+pub const DATA_OPP_SLOT: u32 = 2;
 
 const TIMER_GRANT: u8 = 1;
 const TIMER_SENDER: u8 = 2;
@@ -164,6 +182,17 @@ const TIMER_SENDER: u8 = 2;
 const NONE: u32 = u32::MAX;
 /// Grant map entry: this serial's grant has not been received.
 const UNSEEN: u32 = u32::MAX - 1;
+
+/// How a data packet is sent: which slot of its grant it fills, and in which class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// The grant's normal packet (or a first-RTT or sender-timeout packet): it answers the grant.
+    Normal,
+    /// The grant's opportunistic packet, sent as an opportunistic packet.
+    Opp,
+    /// The grant's opportunistic packet resent as a normal packet (the loops met).
+    OppAsNormal,
+}
 
 /// Which normal packets are flagged droppable (`UNSCHEDULED`) for the switches.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -531,7 +560,8 @@ impl Rpo {
     /// `echo`: the send time of the fresh grant that released this first transmission (the
     /// receiver's RTT sample), else 0.
     #[allow(clippy::too_many_arguments)]
-    fn send_data(&mut self, ctx: &mut Ctx, f: FlowId, i: u64, opp: bool, serial: u64, droppable: bool, echo: u64) {
+    fn send_data(&mut self, ctx: &mut Ctx, f: FlowId, i: u64, slot: Slot, serial: u64, droppable: bool, echo: u64) {
+        let opp = slot == Slot::Opp;
         let p = &self.p;
         let Snd::Active(s) = &mut self.snd[f as usize] else { return };
         let off = i * p.mss;
@@ -562,7 +592,7 @@ impl Rpo {
             seq: off,
             ack: if again { 0 } else { echo },
             aux: serial,
-            aux2: if again { DATA_RETX } else { 0 },
+            aux2: if again { DATA_RETX } else { 0 } | if slot == Slot::Normal { 0 } else { DATA_OPP_SLOT },
             ts: ctx.now,
             ..Packet::default()
         });
@@ -612,21 +642,31 @@ impl Rpo {
     fn on_grant(&mut self, ctx: &mut Ctx, pkt: &Packet) {
         let f = pkt.flow;
         let Some(Snd::Active(s)) = self.snd.get_mut(f as usize) else { return };
-        s.last_heard = ctx.now;
         let mss = self.p.mss;
-        // Delivery report: the packet that caused the grant and the in-order prefix.
+        // Delivery report: the packet that caused the grant and the in-order prefix. Only
+        // news (a packet not known delivered, a longer prefix, a grant never seen) puts off
+        // the sender timeout: grants re-sent for packets already delivered do not.
+        let mut news = false;
         if pkt.aux2 & GRANT_RESENT == 0 {
-            bit_set(&mut s.delivered, pkt.seq / mss);
+            news |= !bit_set(&mut s.delivered, pkt.seq / mss);
         }
-        s.cum = s.cum.max(pkt.ack.div_ceil(mss).min(s.n));
+        let cum = pkt.ack.div_ceil(mss).min(s.n);
+        news |= cum > s.cum;
+        s.cum = s.cum.max(cum);
         let serial = pkt.aux;
         let ece = pkt.aux2 & GRANT_ECE != 0;
         let Some(&mut (a, b)) = s.entry(serial) else {
+            if news {
+                s.last_heard = ctx.now;
+            }
             s.trim();
             self.arm_sender_timer(ctx, f);
             return;
         };
-        let mut out: [(u64, bool); 2] = [(u64::MAX, false); 2];
+        if news || a == UNSEEN {
+            s.last_heard = ctx.now;
+        }
+        let mut out: [(u64, Slot); 2] = [(u64::MAX, Slot::Normal); 2];
         let mut echo = 0;
         let mut release_opp = false;
         if a == UNSEEN {
@@ -637,26 +677,26 @@ impl Rpo {
             let e = s.entry(serial).expect("entry exists");
             *e = (n.map_or(NONE, |x| x as u32), NONE);
             if let Some(n) = n {
-                out[0] = (n, false);
+                out[0] = (n, Slot::Normal);
                 echo = pkt.ts.0;
             }
         } else if pkt.aux2 & GRANT_RESENT != 0 {
             // Re-sent grant: resend what it released and is not reported delivered.
             if a != NONE && s.needs_resend(a as u64) {
-                out[0] = (a as u64, false);
+                out[0] = (a as u64, Slot::Normal);
             }
             if b != NONE && s.needs_resend(b as u64) {
                 // §IV-C: as a normal packet once the normal packets passed the
                 // opportunistic ones, else again as an opportunistic packet.
-                let as_opp = !s.met();
-                out[1] = (b as u64, as_opp);
+                out[1] = (b as u64, if s.met() { Slot::OppAsNormal } else { Slot::Opp });
             }
         }
         s.trim();
         let all = self.p.normal_drop == NormalDrop::All;
-        for (i, opp) in out {
+        for (i, slot) in out {
             if i != u64::MAX {
-                self.send_data(ctx, f, i, opp, serial, all && !opp, if opp { 0 } else { echo });
+                let normal = slot == Slot::Normal;
+                self.send_data(ctx, f, i, slot, serial, all && slot != Slot::Opp, if normal { echo } else { 0 });
             }
         }
         if release_opp {
@@ -682,7 +722,7 @@ impl Rpo {
             if let Some(e) = s.entry(serial) {
                 e.1 = o as u32;
             }
-            self.send_data(ctx, f, o, true, serial, false, 0);
+            self.send_data(ctx, f, o, Slot::Opp, serial, false, 0);
             return;
         }
     }
@@ -694,14 +734,19 @@ impl Rpo {
             self.arm_sender_timer(ctx, f);
             return;
         }
-        // Nothing heard for a whole timeout: resend the lowest packet not reported delivered,
-        // unless a copy of it is still in this host's NIC.
+        // No news for a whole timeout: resend the lowest packet not reported delivered,
+        // unless a copy of it is still in this host's NIC. Once the loops met, the packets
+        // above it that are still unreported may have no grant left to recover them (see
+        // the module doc): later grants walk them again from there.
         let lowest = (s.cum..s.n).find(|&i| !s.is_delivered(i));
         s.last_heard = ctx.now;
         let i = lowest.unwrap_or(0);
+        if s.met() && lowest.is_some() {
+            s.scan = s.scan.min(i + 1);
+        }
         if !bit_get(&s.in_nic, i) {
             self.stats[f as usize].timeouts += 1;
-            self.send_data(ctx, f, i, false, NO_SERIAL, false, 0);
+            self.send_data(ctx, f, i, Slot::Normal, NO_SERIAL, false, 0);
         }
         self.arm_sender_timer(ctx, f);
     }
@@ -772,7 +817,7 @@ impl Rpo {
         }
         let mss = self.p.mss;
         let Rcv::Active(r) = &mut self.rcv[f as usize] else { return };
-        if pkt.aux != NO_SERIAL && !opp {
+        if pkt.aux != NO_SERIAL && !opp && pkt.aux2 & DATA_OPP_SLOT == 0 {
             bit_set(&mut r.answered, pkt.aux);
         }
         // RTT sample: a first transmission released by a fresh grant echoes the grant's send
@@ -880,7 +925,7 @@ impl Transport for Rpo {
         self.snd[flow as usize] = Snd::Active(Box::new(s));
         let droppable = self.p.normal_drop != NormalDrop::Off;
         for i in 0..first {
-            self.send_data(ctx, flow, i, false, i, droppable, 0);
+            self.send_data(ctx, flow, i, Slot::Normal, i, droppable, 0);
         }
         self.arm_sender_timer(ctx, flow);
         self.note_busy(ctx);
@@ -1151,6 +1196,38 @@ mod tests {
         assert_eq!(sent(&out), vec![(10, false, 1, 10), (11, true, 7, 10)]);
         let out = grant_idle(&mut r, &fl, Time::us(50), &resent(10));
         assert_eq!(sent(&out), vec![(10, false, 1, 10), (11, false, 1, 10)]);
+        // Only the normal packet answers grant 10; the opportunistic one says which slot it fills.
+        let slots: Vec<u32> = out.sends.iter().map(|p| p.aux2 & DATA_OPP_SLOT).collect();
+        assert_eq!(slots, vec![0, DATA_OPP_SLOT]);
+    }
+
+    #[test]
+    fn receiving_opportunistic_slot_resent_as_normal_leaves_its_grant_unanswered() {
+        // bdp_bytes 3000 B: first RTT = packets 0 and 1 (serials 0, 1); grants 2, 3 follow.
+        let fl = flows(10);
+        for (slot, resent_serials) in [(DATA_OPP_SLOT, vec![2]), (0, vec![])] {
+            let mut r = rpo(json!({"bdp_bytes": "3000B"}));
+            let out = call(1, Time::us(10), &fl, |ctx| r.on_packet(ctx, &data(0, 0, false, false)));
+            let (at, tok) = out.timers[0];
+            call(1, Time::us(11), &fl, |ctx| r.on_packet(ctx, &data(1, 1, false, false)));
+            // Grant 2's packets: the normal one (2) is lost; its opportunistic one (9) arrives
+            // as a normal packet with serial 2.
+            let mut d = data(9, 2, false, false);
+            d.aux2 = DATA_RETX | slot;
+            call(1, Time::us(20), &fl, |ctx| r.on_packet(ctx, &d));
+            call(1, Time::us(21), &fl, |ctx| r.on_packet(ctx, &data(3, 3, false, false)));
+            // Expiries up to 3 x RTT after grant 3 (sent at 11 us; grant 4 at 20 us, 5 at 21 us).
+            let out = call(1, at, &fl, |ctx| r.on_timer(ctx, tok));
+            let (at2, tok2) = out.timers[0];
+            assert_eq!(at2, Time::us(56), "grant 4, sent at 20 us, is next due");
+            let mut again: Vec<u64> = out.sends.iter().map(|p| p.aux).collect();
+            let out = call(1, at2, &fl, |ctx| r.on_timer(ctx, tok2));
+            again.extend(out.sends.iter().filter(|p| p.aux <= 3).map(|p| p.aux));
+            assert_eq!(
+                again, resent_serials,
+                "opportunistic slot {slot}: grant 2 re-sent only while packet 2 is missing"
+            );
+        }
     }
 
     #[test]
@@ -1334,6 +1411,47 @@ mod tests {
         ack.kind = KIND_ACK;
         call(0, Time::us(120), &fl, |ctx| r.on_packet(ctx, &ack));
         assert!(call(0, Time::us(172), &fl, |ctx| r.on_timer(ctx, out.timers[0].1)).sends.is_empty());
+    }
+
+    #[test]
+    fn sending_timeout_is_not_put_off_by_resent_grants_for_delivered_packets() {
+        let fl = flows(100);
+        let mut r = rpo(json!({}));
+        let out = call(0, Time::ZERO, &fl, |ctx| r.start_flow(ctx, 0));
+        nic_done(&mut r, &fl, Time::us(12), &out);
+        let (at, tok) = out.timers[0];
+        // News at 13 us (packet 3 delivered); at 60 us grant 3 comes again: nothing to resend.
+        grant_idle(&mut r, &fl, Time::us(13), &grant(10, 3, false));
+        assert!(sent(&grant_idle(&mut r, &fl, Time::us(60), &resent(3))).is_empty());
+        let out = call(0, at, &fl, |ctx| r.on_timer(ctx, tok));
+        assert!(sent(&out).is_empty());
+        let (at2, tok2) = out.timers[0];
+        assert_eq!(at2, Time::us(13 + 72), "6 x RTT after the last news, not after the re-sent grant");
+        let out = call(0, at2, &fl, |ctx| r.on_timer(ctx, tok2));
+        assert_eq!(sent(&out), vec![(0, false, 1, NO_SERIAL)]);
+    }
+
+    #[test]
+    fn sending_timeout_after_loops_met_walks_unreported_packets_again() {
+        // 12 packets: 0..9 in the first RTT; grant 10 releases 10 and opportunistic 11: met.
+        let fl = flows(12);
+        let mut r = rpo(json!({}));
+        let out = call(0, Time::ZERO, &fl, |ctx| r.start_flow(ctx, 0));
+        nic_done(&mut r, &fl, Time::us(1), &out);
+        grant_idle(&mut r, &fl, Time::us(13), &grant(10, 0, false));
+        // Every packet but 5 and 8 is reported; the walk from 11 finds nothing: grants release nothing.
+        for (k, i) in [11u64, 1, 2, 3, 4, 6, 7, 9, 10].into_iter().enumerate() {
+            let out = grant_idle(&mut r, &fl, Time::us(14 + k as u64), &grant(11 + k as u64, i, false));
+            assert!(sent(&out).is_empty(), "report {i}");
+        }
+        // No news for 6 x RTT: the timeout resends 5, and the next grant walks on to 8.
+        let out = call(0, Time::us(200), &fl, |ctx| r.on_sender_timer(ctx, 0));
+        assert_eq!(sent(&out), vec![(5, false, 1, NO_SERIAL)]);
+        nic_done(&mut r, &fl, Time::us(201), &out);
+        let out = grant_idle(&mut r, &fl, Time::us(210), &grant(20, 5, false));
+        assert_eq!(sent(&out), vec![(8, false, 1, 20)]);
+        let out = grant_idle(&mut r, &fl, Time::us(211), &grant(21, 8, false));
+        assert!(sent(&out).is_empty(), "nothing unreported is left");
     }
 
     #[test]
