@@ -538,7 +538,9 @@ def expand(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[RunTask]:
         if vname is not None:
             for k, v in spec.variants[vname].items():
                 try:
-                    set_field(sc, k, v)
+                    # A copy: a later grid key may write inside this value (a variant's
+                    # workload list, then "workload[0].senders"), and runs must not share it.
+                    set_field(sc, k, copy.deepcopy(v))
                 except ScenarioError as e:
                     raise ScenarioError(f"variants.{vname}.{k}", e.message) from None
             values = {"variant": vname, **values}
@@ -546,7 +548,7 @@ def expand(spec: SweepSpec, out_dir: str | os.PathLike[str]) -> list[RunTask]:
             if k == "variant":
                 continue
             try:
-                set_field(sc, k, v)
+                set_field(sc, k, copy.deepcopy(v))
             except ScenarioError as e:
                 raise ScenarioError(f"grid.{k}", e.message) from None
         name = run_name(values, labels)

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dcnsim import ScenarioError
-from dcnsim.sweep import SerialExecutor, load_sweep, run_sweep
+from dcnsim.sweep import SerialExecutor, expand, load_sweep, run_sweep
 
 from conftest import TINY_SCENARIO
 
@@ -122,3 +122,22 @@ def test_bad_sweeps_exit_2_and_write_nothing(tmp_path: Path, sweep_file: Path, c
         assert not (tmp_path / "sw").exists(), name
     with pytest.raises(ScenarioError):
         load_sweep(tmp_path / "nobase.toml")
+
+
+def test_expand_grid_writes_inside_a_variants_value_without_sharing_it(tmp_path: Path) -> None:
+    # A variant replaces the workload list and a grid key then sets a field inside it: each
+    # run must get its own copy (one shared list would leave every run with the last value).
+    (tmp_path / "base.toml").write_text(TINY_SCENARIO)
+    p = tmp_path / "sweep.toml"
+    p.write_text(
+        """\
+base = "base.toml"
+[grid]
+"workload[0].senders" = [2, 3]
+[variants.alone]
+"workload" = [{ pattern = "incast", receiver = 0, senders = 1, size = "2KB" }]
+"""
+    )
+    tasks = expand(load_sweep(p), tmp_path / "out")
+    assert [t.scenario["workload"][0]["senders"] for t in tasks] == [2, 3]
+    assert [t.values["workload[0].senders"] for t in tasks] == [2, 3]
