@@ -150,3 +150,32 @@ def test_ptcp_fig4_6_reduced_dctcp_collapses_ptcp_and_iatcp_stay_flat(tmp_path: 
             assert r["round_qct_max_us"] < ideal_us(n) + 2_000, (v, n, r["round_qct_max_us"])
     for n in (8, 64):
         assert t[("ptcp", n)]["round_qct_avg_us"] <= 1.02 * t[("iatcp", n)]["round_qct_avg_us"], n
+
+
+def test_ptcp_fig6_above64_reduced_first_segments_overflow_the_port(tmp_path: Path) -> None:
+    """Above 65 synchronised senders each round loses at least N - 65 segments (the port holds
+    64 packets of 96 KB plus one in transmission, and every sender offers one segment at the
+    round's start), with fresh or persistent connections; PTCP and IA-TCP lose exactly that
+    with fresh connections, each loss a retransmission timeout, and nothing at 64."""
+    name = "ptcp_fig6_above64"
+    variants = ["dctcp", "iatcp", "ptcp"]
+    res = run_repro(
+        REPO / "repro" / name, tmp_path / name, reduced=True, workers=1, variants=variants
+    )
+    assert not res.report.failed, [f.error for f in res.report.failed]
+    rounds = 3
+    t = {
+        (r["variant"], int(r["workload[0].senders"]), bool(r["workload[0].persistent"])): r
+        for r in res.table
+    }
+    assert len(t) == len(variants) * 2 * 2
+    for (v, n, persistent), r in t.items():
+        assert r["drops_total"] >= rounds * max(0, n - 65), (v, n, persistent)
+    for v in ("ptcp", "iatcp"):
+        fresh72 = t[(v, 72, False)]
+        assert fresh72["drops_total"] == rounds * (72 - 65) == fresh72["timeouts_total"], v
+        assert t[(v, 64, False)]["drops_total"] == 0 == t[(v, 64, False)]["timeouts_total"], v
+    # PTCP stays flat at 64 with persistent connections too: the bottleneck's time per round.
+    p64 = t[("ptcp", 64, True)]
+    ideal_us = 64 * (64_000 + 44 * 40) * 8 / 1e3
+    assert p64["timeouts_total"] == 0 and p64["round_qct_max_us"] < ideal_us + 2_000
