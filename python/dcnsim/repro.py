@@ -547,7 +547,16 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
         axes = list(grid.flat)
         for ax in axes[n:]:
             ax.set_visible(False)
-        labels = [", ".join(str(v) for _, v in b) or "all" for b in blocks]
+        # Tick labels name only the keys that vary between blocks (a one-value grid key,
+        # such as a fixed round count, would repeat on every tick); the axis names them.
+        keys = next(iter(blocks)) if blocks else ()
+        vary = [
+            i
+            for i in range(len(keys))
+            if len(blocks) == 1 or len({b[i][1] for b in blocks if len(b) > i}) > 1
+        ]
+        labels = [", ".join(str(b[i][1]) for i in vary) or "all" for b in blocks]
+        xlabel = ", ".join(keys[i][0] for i in vary)
         names: list[Any] = []
         for rows in blocks.values():
             names.extend(r[rep.rows] for r in rows if r[rep.rows] not in names)
@@ -561,6 +570,7 @@ def plot_repro(rep: Repro, table: list[dict[str, Any]], report: SweepReport, pat
                 ax.bar(np.arange(len(blocks)) + i * width, ys, width, label=str(name))
             ax.set_xticks(np.arange(len(blocks)) + width * (len(names) - 1) / 2)
             ax.set_xticklabels(labels, fontsize=7)
+            ax.set_xlabel(xlabel, fontsize=7)
             ax.set_title(LABELS.get(c, c), fontsize=9)
             ax.grid(axis="y", alpha=0.3)
         fig.suptitle(rep.title + (" (reduced)" if rep.reduced else ""), fontsize=10)
