@@ -570,8 +570,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
     };
     let net = Network::build(&topology, &probe_q, 0, 0);
     let mut max_rtt = Time::ZERO;
-    let last = topology.num_hosts - 1;
-    for src in [0, last] {
+    for src in topology.rtt_probe_hosts() {
         for dst in 0..topology.num_hosts {
             if dst != src {
                 let p = net.flow_path(0, src, dst);

@@ -74,6 +74,31 @@ pub struct Topology {
     pub spec: serde_json::Value,
 }
 
+/// Explicit topologies with at most this many hosts have their largest base RTT taken over
+/// all host pairs.
+pub const RTT_PROBE_ALL_HOSTS: u32 = 2048;
+
+impl Topology {
+    /// The hosts whose paths to every other host give the largest base RTT. The generated
+    /// kinds are host-symmetric up to rack position, so the first and the last host (which
+    /// sit at the two ends of the host numbering, in different racks when there are several)
+    /// see every distance; an explicit topology has no such symmetry, so every host is probed
+    /// (all pairs) up to [`RTT_PROBE_ALL_HOSTS`] hosts, and beyond that an evenly spaced
+    /// [`RTT_PROBE_ALL_HOSTS`] of them, first and last included, to bound the set-up time.
+    pub fn rtt_probe_hosts(&self) -> Vec<u32> {
+        let explicit = self.spec.get("kind").and_then(|k| k.as_str()) == Some("explicit");
+        let n = self.num_hosts;
+        if !explicit {
+            return vec![0, n - 1];
+        }
+        if n <= RTT_PROBE_ALL_HOSTS {
+            return (0..n).collect();
+        }
+        let m = RTT_PROBE_ALL_HOSTS as u64;
+        (0..m).map(|i| (i * (n as u64 - 1) / (m - 1)) as u32).collect()
+    }
+}
+
 /// Errors building a topology.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TopologyError {

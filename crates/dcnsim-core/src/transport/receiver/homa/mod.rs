@@ -353,16 +353,18 @@
 //! and nothing repairs that until it falls silent: when the sender has sent all it was granted
 //! (the message's end), or pauses for longer than the timer. Homa assumes losses are rare; with
 //! switch buffers far below `rtt_bytes` they are not. Measured in `repro/rpo_fig1c_rtt`
-//! (8-packet buffers, `rtt_bytes` 51,567 B = 36 packets, 5 ms timer): f1 lost 29 unscheduled
-//! packets (42,340 B) at start-up where its and f2's first RTTs met at B -> C, and then sent
-//! 1.95-1.99 Gbps to the end of the run, its remaining 9,227 B window (7 whole packets) per 41
-//! us round trip; f2 lost 33 scheduled packets (48,180 B) at A -> B when the by-passing flows'
-//! unscheduled bursts arrived at 10 ms, and then sent 0.54 Gbps (0.64 once A -> B's queue was
-//! gone): 3 packets per round trip. The largest gap between arrivals was 12 us (f1) and 35 us
-//! (f2), so the 5 ms timer never ran out and nothing was ever retransmitted; B -> C carried
-//! 0.26-0.27 of its capacity. A 100 us timer changed nothing; a 20 us one (shorter than f2's
-//! gaps) fired and kept B -> C at 0.935 during the by-pass, with 59,578 drops instead of 95;
-//! with 1 MB buffers (no loss) B -> C was full. Test:
+//! (8-packet buffers, `rtt_bytes` 68,756 B = 48 packets, 5 ms timer): f1 lost 46 unscheduled
+//! packets (67,160 B) at start-up where its and f2's first RTTs met at B -> C, and then sent
+//! 0.50-0.57 Gbps to the end of the run, its remaining 1,596 B window per 41 us round trip (2
+//! whole packets: the sender sends a packet while any granted byte of it is unsent); its
+//! largest gap between arrivals was 32 us, so the 5 ms timer never ran out and its holes were
+//! never repaired. f2 lost 48 scheduled packets (70,080 B) at A -> B when the by-passing
+//! flows' unscheduled bursts arrived at 10 ms: more than `rtt_bytes`, so nothing of it was in
+//! flight; the message fell silent, the RESEND came 5 ms later, and its 48 retransmissions
+//! were lost again in A -> B's full queue, every 5 ms until the by-passing flows stopped. B -> C
+//! carried 0.059 of its capacity during the by-pass (0.987 after it). A 100 us timer did not
+//! help (0.060); a 20 us one kept B -> C full during the by-pass, with 63,929 drops instead of
+//! 526; with 1 MB buffers (no loss) B -> C was full. Test:
 //! `lost_packets_hold_part_of_the_window_and_get_no_resend_while_later_packets_arrive`.
 //!
 //! # Header layout
