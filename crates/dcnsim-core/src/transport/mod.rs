@@ -304,7 +304,8 @@ pub struct AckDelayLog {
     pub flow: Vec<u32>,
     /// The ACK's cumulative acknowledgment (bytes).
     pub ack: Vec<u64>,
-    /// The receive window the ACK advertises (bytes); `u64::MAX` when it advertises none.
+    /// The receive window the ACK carries (bytes: whole segments, as the window field holds
+    /// it); `u64::MAX` when it advertises none.
     pub rwnd: Vec<u64>,
     /// The hold the control asked for (its delay law's value).
     pub delay_ps: Vec<u64>,

@@ -46,7 +46,7 @@
 //!   holds, `RcvTcp` behaves exactly like the plain `tcp`/`dctcp` transport.
 
 use crate::packet::{FlowId, NodeId, Packet};
-use crate::transport::tcp::{set_ack_rwnd, Tcp, KIND_ACK, KIND_DATA, TIMER_DELACK};
+use crate::transport::tcp::{ack_rwnd, set_ack_rwnd, Tcp, KIND_ACK, KIND_DATA, TIMER_DELACK};
 use crate::transport::{
     token, untoken, AckDelayLog, Actions, Ctx, FlowInfo, FlowStats, TimerSlot, Transport, ACK_STATE_MAX,
 };
@@ -301,6 +301,7 @@ impl<P: RcvPolicy> RcvTcp<P> {
                 set_ack_rwnd(&mut ctx.out.sends[i], w, self.mss);
             }
             let acked = ctx.out.sends[i].ack;
+            let carried = if self.log.is_some() { ack_rwnd(&ctx.out.sends[i], self.mss) } else { None };
             let release = if v.delay == Time::ZERO && f.hold.is_empty() {
                 i += 1;
                 ctx.now
@@ -310,7 +311,7 @@ impl<P: RcvPolicy> RcvTcp<P> {
             };
             if let Some(log) = self.log.as_deref_mut() {
                 let state = self.policy.explain(ctx.now, info, &f.st);
-                log_ack(log, ctx, info, acked, release, &v, state);
+                log_ack(log, ctx, info, (acked, carried), release, v.delay, state);
             }
         }
     }
@@ -322,9 +323,9 @@ fn log_ack(
     log: &mut AckDelayLog,
     ctx: &Ctx,
     info: &FlowInfo,
-    ack: u64,
+    (ack, rwnd): (u64, Option<u64>),
     release: Time,
-    v: &AckVerdict,
+    delay: Time,
     state: [f64; ACK_STATE_MAX],
 ) {
     if log.len() as u64 >= log.limit {
@@ -336,8 +337,8 @@ fn log_ack(
     log.host.push(ctx.host);
     log.flow.push(info.id);
     log.ack.push(ack);
-    log.rwnd.push(v.rwnd.unwrap_or(u64::MAX));
-    log.delay_ps.push(v.delay.0);
+    log.rwnd.push(rwnd.unwrap_or(u64::MAX));
+    log.delay_ps.push(delay.0);
     for (k, col) in log.state.iter_mut().enumerate().take(log.state_names.len()) {
         col.push(state[k]);
     }

@@ -740,6 +740,7 @@ mod tests {
             assert!(close(log.state[1][k], p_sum), "row {k}: p_sum {}", log.state[1][k]);
             assert!(close(log.state[2][k], *qk as f64), "row {k}");
             assert_eq!((log.flow[k], log.host[k], log.ack[k]), (0, 1, b));
+            assert!(log.rwnd[k] >= MSS && log.rwnd[k].is_multiple_of(MSS), "whole segments as the ACK carries them");
         }
         assert!(log.state[1][7] < 1.0, "the eighth packet passes 10 KB: P_sum below 1");
         // Row 7 (made at 840 us) is held its own delay, about 27 us; row 8 (made at 860 us,
