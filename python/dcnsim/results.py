@@ -106,6 +106,24 @@ _PACKET_TYPES = {
     "queue_bytes": np.uint64,
 }
 
+#: The ACK-delay log (``ack_delays.parquet``; ``output.ack_delays``): these columns, then the
+#: receiver control's own quantities (``ACK_DELAY_STATE`` for the shipped controls).
+ACK_DELAY_COLUMNS = [
+    "t_us",
+    "release_us",
+    "host",
+    "flow",
+    "ack",
+    "rwnd_bytes",
+    "delay_us",
+    "hold_us",
+]
+#: The quantities each receiver-side control adds to ``ack_delays.parquet``, in order.
+ACK_DELAY_STATE = {
+    "ptcp": ["alpha", "p_sum", "queuing_us"],
+    "iatcp": ["n", "w_segs", "delta_us"],
+}
+
 
 def _col(x: Any) -> Any:
     """A core column: ``(dtype, bytes)`` -> numpy array; lists and arrays pass through."""
@@ -244,6 +262,26 @@ def _packets_from_core(raw: Mapping[str, Any]) -> Table:
     return {k: out[k] for k in PACKET_COLUMNS}
 
 
+def _ack_delays_from_core(raw: Mapping[str, Any]) -> Table:
+    made = np.asarray(_col(raw["made_ps"]), dtype=np.uint64)
+    release = np.asarray(_col(raw["release_ps"]), dtype=np.uint64)
+    rwnd = np.asarray(_col(raw["rwnd"]), dtype=np.uint64)
+    delay = np.asarray(_col(raw["delay_ps"]), dtype=np.uint64)
+    out: Table = {
+        "t_us": _us(made, none_is_nan=False),
+        "release_us": _us(release, none_is_nan=False),
+        "host": np.asarray(_col(raw["host"]), dtype=np.uint32),
+        "flow": np.asarray(_col(raw["flow"]), dtype=np.uint32),
+        "ack": np.asarray(_col(raw["ack"]), dtype=np.uint64),
+        "rwnd_bytes": np.where(rwnd == np.iinfo(np.uint64).max, np.nan, rwnd.astype(np.float64)),
+        "delay_us": _us(delay, none_is_nan=False),
+        "hold_us": _us(release - made, none_is_nan=False),
+    }
+    for name in raw["state_names"]:
+        out[str(name)] = np.asarray(_col(raw["state"][name]), dtype=np.float64)
+    return out
+
+
 def _rows(table: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(table.values()))) if table else 0
 
@@ -259,6 +297,7 @@ class Results:
         counters: whole-run counters (events, drops by cause, sim end, wall time, ...).
         scenario: the normalized scenario (every default filled in), as a dict.
         packets: the packet trace (``packets.parquet``), or None if the run traced nothing.
+        ack_delays: the ACK-delay log (``ack_delays.parquet``), or None if the run kept none.
     """
 
     def __init__(
@@ -270,8 +309,10 @@ class Results:
         counters: dict[str, Any],
         scenario: dict[str, Any],
         packets: Table | None = None,
+        ack_delays: Table | None = None,
     ) -> None:
         self.packets = packets
+        self.ack_delays = ack_delays
         self.flows = flows
         self.ports = ports
         self.queue_samples = queue_samples
@@ -306,6 +347,21 @@ class Results:
                     "or output.trace_flows, or raise output.trace_limit)",
                     stacklevel=2,
                 )
+        ack_delays = None
+        if raw.get("ack_delays") is not None:
+            ad = raw["ack_delays"]
+            ack_delays = _ack_delays_from_core(ad)
+            counters["ack_delays_rows"] = _rows(ack_delays)
+            counters["ack_delays_lost"] = int(ad["lost"])
+            if ad["lost"]:
+                import warnings
+
+                warnings.warn(
+                    f"output.ack_delays_limit: the ACK-delay log stopped at {int(ad['limit'])} "
+                    f"rows; {int(ad['lost'])} later ACKs were not recorded (raise "
+                    "output.ack_delays_limit or shorten the run)",
+                    stacklevel=2,
+                )
         return cls(
             flows=_flows_from_core(raw["flows"]),
             ports=_ports_from_core(raw["ports"], int(counters.get("sim_end_ps", 0))),
@@ -314,6 +370,7 @@ class Results:
             counters=counters,
             scenario=json.loads(scenario_json),
             packets=packets,
+            ack_delays=ack_delays,
         )
 
     @classmethod
@@ -327,7 +384,8 @@ class Results:
         """Read a result folder written by :meth:`write`.
 
         ``columns`` reads only the named columns of some Parquet tables (keys
-        ``flows.parquet``, ``queue.parquet``, ``link.parquet``, ``packets.parquet``), e.g. a
+        ``flows.parquet``, ``queue.parquet``, ``link.parquet``, ``packets.parquet``,
+        ``ack_delays.parquet``), e.g. a
         plot of link samples that needs no ``tx_bytes``; ``packets=False`` leaves the packet
         trace unread (``packets`` is then None)."""
         import pyarrow.csv as pacsv
@@ -356,6 +414,9 @@ class Results:
             scenario=json.loads((d / "scenario.json").read_text()),
             packets=parquet("packets.parquet", PACKET_COLUMNS)
             if packets and (d / "packets.parquet").is_file()
+            else None,
+            ack_delays=parquet("ack_delays.parquet", ACK_DELAY_COLUMNS)
+            if (d / "ack_delays.parquet").is_file()
             else None,
         )
         res._summary = _nan_from_null(json.loads((d / "summary.json").read_text()))
@@ -433,6 +494,10 @@ class Results:
         if self.packets is not None:
             write_table(self.packets, PACKET_COLUMNS, d / "packets.parquet")
             names.append("packets.parquet")
+        if self.ack_delays is not None:
+            cols = [*ACK_DELAY_COLUMNS, *(c for c in self.ack_delays if c not in ACK_DELAY_COLUMNS)]
+            write_table(self.ack_delays, cols, d / "ack_delays.parquet")
+            names.append("ack_delays.parquet")
         write_json(self.counters, d / "counters.json")
         write_json(self.scenario, d / "scenario.json")
         write_json(self.summary(), d / "summary.json")

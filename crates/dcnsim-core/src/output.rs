@@ -179,6 +179,8 @@ pub struct RunOutput {
     pub error: Option<crate::limits::RunError>,
     /// The packet trace, when the scenario asks for one (`output.trace_ports`/`trace_flows`).
     pub trace: Option<PacketTrace>,
+    /// The ACK-delay log, when the scenario asks for one (`output.ack_delays`).
+    pub ack_delays: Option<crate::transport::AckDelayLog>,
 }
 
 /// The events of a run's packet trace, in the order they happened (`crate::trace`).

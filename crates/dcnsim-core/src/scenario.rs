@@ -12,7 +12,7 @@ use crate::queue::{NicConfig, QueueConfig, QueuePolicyKind};
 use crate::rng::{streams, Rng};
 use crate::topology::{self, Topology, TopologyError};
 use crate::transport::registry::{self, TransportError};
-use crate::transport::NetInfo;
+use crate::transport::{NetInfo, Transport};
 use crate::units::{Bytes, Time};
 use crate::workload::{self, Workload, WorkloadEnv, WorkloadError};
 use serde::{Deserialize, Serialize};
@@ -293,6 +293,22 @@ pub struct OutputSpec {
     /// Most trace events recorded; later ones are counted, not kept.
     #[serde(default = "d_trace_limit")]
     pub trace_limit: u64,
+    /// Record every ACK a receiver-side control makes, with its hold (`ack_delays.parquet`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ack_delays: bool,
+    /// Most ACK-delay rows kept; later ones are counted, not kept.
+    #[serde(default = "d_ack_delays_limit", skip_serializing_if = "is_default_ack_limit")]
+    pub ack_delays_limit: u64,
+}
+
+fn d_ack_delays_limit() -> u64 {
+    crate::transport::DEFAULT_ACK_DELAY_ROWS
+}
+
+// Left out of the normalized scenario at their defaults, so that scenarios from before the
+// fields keep their fingerprints.
+fn is_default_ack_limit(l: &u64) -> bool {
+    *l == crate::transport::DEFAULT_ACK_DELAY_ROWS
 }
 
 fn d_trace_limit() -> u64 {
@@ -337,6 +353,30 @@ fn check_trace(output: &OutputSpec, nports: u32) -> Result<(), ScenarioError> {
             "trace fewer ports or flows (trace_ports, trace_flows) and give a limit within the range",
         )
         .into());
+    }
+    Ok(())
+}
+
+/// Checks of `output.ack_delays` and `output.ack_delays_limit` against the built transport.
+fn check_ack_delays(output: &OutputSpec, protocol: &str, built: &mut dyn Transport) -> Result<(), ScenarioError> {
+    if output.ack_delays && !built.record_ack_delays(1) {
+        return Err(FieldError::invalid(
+            "output.ack_delays",
+            format!("protocol `{protocol}` does not hold ACKs at its receivers"),
+            "remove it, or use a receiver-side control (ptcp, iatcp, ictcp, m21tcp)",
+        )
+        .into());
+    }
+    {
+        let (l, max) = (output.ack_delays_limit, crate::transport::MAX_ACK_DELAY_ROWS);
+        if l == 0 || l > max {
+            return Err(FieldError::invalid(
+                "output.ack_delays_limit",
+                format!("{l} is outside 1..={max}"),
+                "give a limit within the range (the run warns when ACKs are left out)",
+            )
+            .into());
+        }
     }
     Ok(())
 }
@@ -631,7 +671,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
             m.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
-    let built = registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
+    let mut built = registry::build(&protocol, &transport_cfg, &net_info).map_err(ScenarioError::Transport)?;
     if let Some(i) = workload.persistent_component() {
         if !built.supports_append() {
             return Err(FieldError::invalid(
@@ -742,6 +782,7 @@ pub fn from_value(doc: &serde_json::Value, base_dir: &Path) -> Result<Scenario, 
         );
     }
     check_trace(&output, topology.links.len() as u32 * 2)?;
+    check_ack_delays(&output, &protocol, built.as_mut())?;
     match &output.sample_ports {
         PortSelection::Named(n) if !["switch", "host", "all"].contains(&n.as_str()) => {
             return Err(FieldError::invalid(

@@ -277,6 +277,10 @@ impl<'a> Sim<'a> {
             }
             transport.set_flow_paths(paths);
         }
+        if sc.output.ack_delays {
+            // The scenario refused the field for a transport that cannot record it.
+            transport.record_ack_delays(sc.output.ack_delays_limit);
+        }
         let sampler = sc.output.sample_interval.map(|interval| {
             let ports = match &sc.output.sample_ports {
                 PortSelection::Ids(v) => v.clone(),
@@ -1024,7 +1028,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn finish_output(self, now: Time, events: u64, reason: StopReason, wall_s: f64) -> RunOutput {
+    fn finish_output(mut self, now: Time, events: u64, reason: StopReason, wall_s: f64) -> RunOutput {
         let sc = self.sc;
         let n = self.flows.len();
         let mut ft = FlowTable::default();
@@ -1119,6 +1123,7 @@ impl<'a> Sim<'a> {
             scenario_json: sc.to_json(),
             audit_errors: self.audit_errors,
             error: self.failure,
+            ack_delays: if sc.output.ack_delays { self.transport.take_ack_delays() } else { None },
             trace: self.trace.map(|log| {
                 let log = log.take();
                 crate::output::PacketTrace { events: log.events, lost: log.lost, limit: sc.output.trace_limit }

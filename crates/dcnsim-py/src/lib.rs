@@ -309,6 +309,28 @@ fn trace_dict<'py>(py: Python<'py>, t: &PacketTrace) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
+/// The ACK-delay log's columns (one entry per ACK), its state columns under the names the
+/// receiver control gave them, and `lost`/`limit` as integers.
+fn ack_delays_dict<'py>(py: Python<'py>, l: &dcnsim_core::transport::AckDelayLog) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("made_ps", column(py, &l.made_ps))?;
+    d.set_item("release_ps", column(py, &l.release_ps))?;
+    d.set_item("host", column(py, &l.host))?;
+    d.set_item("flow", column(py, &l.flow))?;
+    d.set_item("ack", column(py, &l.ack))?;
+    d.set_item("rwnd", column(py, &l.rwnd))?;
+    d.set_item("delay_ps", column(py, &l.delay_ps))?;
+    let state = PyDict::new(py);
+    for (name, col) in l.state_names.iter().zip(&l.state) {
+        state.set_item(*name, column(py, col))?;
+    }
+    d.set_item("state", state)?;
+    d.set_item("state_names", PyList::new(py, l.state_names)?)?;
+    d.set_item("lost", l.lost)?;
+    d.set_item("limit", l.limit)?;
+    Ok(d)
+}
+
 fn counters_dict<'py>(py: Python<'py>, c: &Counters) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("events", c.events)?;
@@ -342,6 +364,9 @@ fn output_dict<'py>(py: Python<'py>, out: &RunOutput) -> PyResult<Bound<'py, PyD
     d.set_item("scenario_json", &out.scenario_json)?;
     if let Some(t) = &out.trace {
         d.set_item("trace", trace_dict(py, t)?)?;
+    }
+    if let Some(l) = &out.ack_delays {
+        d.set_item("ack_delays", ack_delays_dict(py, l)?)?;
     }
     Ok(d)
 }

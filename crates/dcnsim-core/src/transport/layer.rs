@@ -10,7 +10,7 @@
 //! is itself a transport, and the outer layer sees what the inner one let through.
 
 use crate::packet::{FlowId, NodeId, Packet};
-use crate::transport::{Ctx, FlowPaths, FlowStats, Transport};
+use crate::transport::{AckDelayLog, Ctx, FlowPaths, FlowStats, Transport};
 
 /// What a layer may do around the transport it wraps. Every hook has a pass-through
 /// default; a layer overrides only the ones it needs.
@@ -127,6 +127,12 @@ impl<L: Layer> Transport for Layered<L> {
     fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
         self.guarded(ctx, |t, ctx| t.append(ctx, flow));
     }
+    fn record_ack_delays(&mut self, limit: u64) -> bool {
+        self.inner.record_ack_delays(limit)
+    }
+    fn take_ack_delays(&mut self) -> Option<AckDelayLog> {
+        self.inner.take_ack_delays()
+    }
     // Not passed through `after`: what a transport sends to release an abandoned flow's
     // state elsewhere (PASE's arbitrators) must leave even though the flow is abandoned.
     fn on_flow_abandoned(&mut self, ctx: &mut Ctx, flow: FlowId) {
@@ -214,6 +220,13 @@ mod tests {
         fn append(&mut self, _ctx: &mut Ctx, _flow: FlowId) {
             self.log("append");
         }
+        fn record_ack_delays(&mut self, limit: u64) -> bool {
+            self.log("record_ack_delays");
+            limit == 5
+        }
+        fn take_ack_delays(&mut self) -> Option<AckDelayLog> {
+            Some(AckDelayLog::new(77, &[]))
+        }
     }
 
     struct PassThrough;
@@ -266,6 +279,7 @@ mod tests {
             t.on_flow_abandoned(ctx, 0);
             t.keep_open(0);
             t.append(ctx, 0);
+            assert!(t.record_ack_delays(5));
             assert_eq!(ctx.out.completions.len(), 1, "the inner completion passes");
         });
         assert_eq!(
@@ -280,7 +294,8 @@ mod tests {
                 "on_switch_packet",
                 "on_flow_abandoned",
                 "keep_open",
-                "append"
+                "append",
+                "record_ack_delays"
             ]
         );
         assert_eq!(t.name(), "recorder");
@@ -289,6 +304,7 @@ mod tests {
         assert_eq!(t.arb_msgs(5), 105);
         assert_eq!(t.arb_msgs_sent(), 42);
         assert_eq!(t.host_reorder_max_bytes(2), 1002);
+        assert_eq!(t.take_ack_delays().map(|l| l.limit), Some(77));
     }
 
     #[test]

@@ -283,6 +283,60 @@ pub struct FlowStats {
     pub reorder_max_bytes: u64,
 }
 
+/// Most rows an ACK-delay log keeps (`[output] ack_delays`) unless the scenario says
+/// otherwise (`output.ack_delays_limit`).
+pub const DEFAULT_ACK_DELAY_ROWS: u64 = 1_000_000;
+/// The largest `output.ack_delays_limit` accepted (a row takes about 70 B in the simulator).
+pub const MAX_ACK_DELAY_ROWS: u64 = 10_000_000;
+
+/// The ACKs a receiver-side control made, one entry per ACK, in the order the receiver made
+/// them (`[output] ack_delays`; `rcvctl::RcvTcp` records it, `ack_delays.parquet` in
+/// docs/results.md). Times in picoseconds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AckDelayLog {
+    /// When the receiver made the ACK (and the control decided its hold).
+    pub made_ps: Vec<u64>,
+    /// When the ACK leaves the receiver: `made_ps` plus the hold, or later when it waits
+    /// behind an earlier held ACK of its flow (ACKs leave in order).
+    pub release_ps: Vec<u64>,
+    /// The receiving host.
+    pub host: Vec<u32>,
+    pub flow: Vec<u32>,
+    /// The ACK's cumulative acknowledgment (bytes).
+    pub ack: Vec<u64>,
+    /// The receive window the ACK carries (bytes: whole segments, as the window field holds
+    /// it); `u64::MAX` when it advertises none.
+    pub rwnd: Vec<u64>,
+    /// The hold the control asked for (its delay law's value).
+    pub delay_ps: Vec<u64>,
+    /// Names of the receiver quantities that explain the hold (the control's own; at most
+    /// [`ACK_STATE_MAX`]), one column each in `state`.
+    pub state_names: &'static [&'static str],
+    /// Per name, its value when the ACK was made (unit as the name says).
+    pub state: [Vec<f64>; ACK_STATE_MAX],
+    /// ACKs not recorded because the log held `limit` rows.
+    pub lost: u64,
+    /// Most rows kept.
+    pub limit: u64,
+}
+
+/// Most receiver quantities an [`AckDelayLog`] row carries.
+pub const ACK_STATE_MAX: usize = 3;
+
+impl AckDelayLog {
+    /// An empty log keeping at most `limit` rows, with the given state names.
+    pub fn new(limit: u64, state_names: &'static [&'static str]) -> AckDelayLog {
+        AckDelayLog { state_names, limit, ..AckDelayLog::default() }
+    }
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.made_ps.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.made_ps.is_empty()
+    }
+}
+
 /// A transport protocol. See the module documentation for the contract.
 ///
 /// Run-wide wrappers go through [`layer::Layered`], the one place that forwards every method
@@ -361,6 +415,17 @@ pub trait Transport {
     /// `supports_append` answers true, and only after the previous total was reported
     /// complete.
     fn append(&mut self, _ctx: &mut Ctx, _flow: FlowId) {}
+    /// `[output] ack_delays`: from now on, record every ACK the transport's receivers make
+    /// with the hold they give it, keeping at most `limit` rows ([`AckDelayLog`]). Answers
+    /// false (the default) for a transport that does not decide ACK holds at its receivers;
+    /// the scenario then refuses the field.
+    fn record_ack_delays(&mut self, _limit: u64) -> bool {
+        false
+    }
+    /// The log [`Transport::record_ack_delays`] started (once; `None` when none was started).
+    fn take_ack_delays(&mut self) -> Option<AckDelayLog> {
+        None
+    }
 }
 
 /// Lazy timer cancellation with a generation counter.

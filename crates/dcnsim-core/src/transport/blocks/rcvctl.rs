@@ -30,6 +30,12 @@
 //!   ([`OneWayDelay::with_base`]).
 //! - [`RateMeter`]: a per-host meter of incoming bytes over a measurement period (ICTCP's
 //!   measured incoming traffic `BW_T`).
+//! - The ACK-delay log (`[output] ack_delays`, [`crate::transport::AckDelayLog`]): when the
+//!   runner asks for it ([`Transport::record_ack_delays`]), [`RcvTcp`] records every ACK it
+//!   stamps: when it was made and when it leaves, the window, the hold the policy asked for,
+//!   and the policy's own quantities that explain that hold ([`RcvPolicy::state_names`],
+//!   [`RcvPolicy::explain`], read right after the verdict). Without it the cost is one branch
+//!   per ACK and nothing is allocated.
 //!
 //! # Choices
 //! - The policy is consulted for every ACK the TCP receiver emits, including delayed-ACK
@@ -40,8 +46,10 @@
 //!   holds, `RcvTcp` behaves exactly like the plain `tcp`/`dctcp` transport.
 
 use crate::packet::{FlowId, NodeId, Packet};
-use crate::transport::tcp::{set_ack_rwnd, Tcp, KIND_ACK, KIND_DATA, TIMER_DELACK};
-use crate::transport::{token, untoken, Actions, Ctx, FlowInfo, FlowStats, TimerSlot, Transport};
+use crate::transport::tcp::{ack_rwnd, set_ack_rwnd, Tcp, KIND_ACK, KIND_DATA, TIMER_DELACK};
+use crate::transport::{
+    token, untoken, AckDelayLog, Actions, Ctx, FlowInfo, FlowStats, TimerSlot, Transport, ACK_STATE_MAX,
+};
 use crate::units::Time;
 use std::collections::VecDeque;
 
@@ -76,6 +84,17 @@ pub trait RcvPolicy {
     /// The first data packet of a message appended to the persistent connection `flow`
     /// reached its receiver after [`RcvPolicy::on_complete`] (the state `st` carries over).
     fn on_reopen(&mut self, _now: Time, _host: NodeId, _flow: &FlowInfo, _st: &mut Self::Flow) {}
+    /// Names of the receiver quantities [`RcvPolicy::explain`] reports (columns of the
+    /// ACK-delay log, at most [`ACK_STATE_MAX`]; the unit in the name, e.g. `queuing_us`).
+    fn state_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The quantities named by [`RcvPolicy::state_names`] that produced the verdict just given
+    /// for `flow` at `now` (called right after [`RcvPolicy::ack_verdict`], only while the
+    /// ACK-delay log records); unused entries are ignored.
+    fn explain(&self, _now: Time, _flow: &FlowInfo, _st: &Self::Flow) -> [f64; ACK_STATE_MAX] {
+        [f64::NAN; ACK_STATE_MAX]
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -173,11 +192,11 @@ impl AckHold {
     }
 
     /// Send `ack` after `delay` (and after every ACK held before it); without a delay and
-    /// with nothing held it leaves at once.
-    pub fn push(&mut self, now: Time, ack: Packet, delay: Time, out: &mut Actions) {
+    /// with nothing held it leaves at once. Returns when it leaves.
+    pub fn push(&mut self, now: Time, ack: Packet, delay: Time, out: &mut Actions) -> Time {
         if delay == Time::ZERO && self.q.is_empty() {
             out.send(ack);
-            return;
+            return now;
         }
         let at = (now + delay).max(self.last);
         self.last = at;
@@ -185,6 +204,7 @@ impl AckHold {
         if self.q.len() == 1 {
             self.arm(ack.flow, at, out);
         }
+        at
     }
 
     fn arm(&mut self, flow: FlowId, at: Time, out: &mut Actions) {
@@ -228,12 +248,14 @@ pub struct RcvTcp<P: RcvPolicy> {
     policy: P,
     mss: u64,
     flows: Vec<Option<Box<RcvFlow<P::Flow>>>>,
+    /// The ACK-delay log, while recording (`[output] ack_delays`).
+    log: Option<Box<AckDelayLog>>,
 }
 
 impl<P: RcvPolicy> RcvTcp<P> {
     pub fn new(tcp: Tcp, policy: P) -> RcvTcp<P> {
         let mss = tcp.params().mss;
-        RcvTcp { tcp, policy, mss, flows: Vec::new() }
+        RcvTcp { tcp, policy, mss, flows: Vec::new(), log: None }
     }
     /// The embedded TCP (sender and receiver inspection in tests).
     pub fn tcp(&self) -> &Tcp {
@@ -266,7 +288,7 @@ impl<P: RcvPolicy> RcvTcp<P> {
             return;
         }
         let v = self.policy.ack_verdict(ctx.now, info, &mut f.st);
-        if v.rwnd.is_none() && v.delay == Time::ZERO && f.hold.is_empty() {
+        if v.rwnd.is_none() && v.delay == Time::ZERO && f.hold.is_empty() && self.log.is_none() {
             return;
         }
         let mut i = from;
@@ -278,13 +300,47 @@ impl<P: RcvPolicy> RcvTcp<P> {
             if let Some(w) = v.rwnd {
                 set_ack_rwnd(&mut ctx.out.sends[i], w, self.mss);
             }
-            if v.delay == Time::ZERO && f.hold.is_empty() {
+            let acked = ctx.out.sends[i].ack;
+            let carried = if self.log.is_some() { ack_rwnd(&ctx.out.sends[i], self.mss) } else { None };
+            let release = if v.delay == Time::ZERO && f.hold.is_empty() {
                 i += 1;
-                continue;
+                ctx.now
+            } else {
+                let ack = ctx.out.sends.remove(i);
+                f.hold.push(ctx.now, ack, v.delay, ctx.out)
+            };
+            if let Some(log) = self.log.as_deref_mut() {
+                let state = self.policy.explain(ctx.now, info, &f.st);
+                log_ack(log, ctx, info, (acked, carried), release, v.delay, state);
             }
-            let ack = ctx.out.sends.remove(i);
-            f.hold.push(ctx.now, ack, v.delay, ctx.out);
         }
+    }
+}
+
+/// Append one row to the ACK-delay log (or count it lost when the log is full).
+#[cold]
+fn log_ack(
+    log: &mut AckDelayLog,
+    ctx: &Ctx,
+    info: &FlowInfo,
+    (ack, rwnd): (u64, Option<u64>),
+    release: Time,
+    delay: Time,
+    state: [f64; ACK_STATE_MAX],
+) {
+    if log.len() as u64 >= log.limit {
+        log.lost += 1;
+        return;
+    }
+    log.made_ps.push(ctx.now.0);
+    log.release_ps.push(release.0);
+    log.host.push(ctx.host);
+    log.flow.push(info.id);
+    log.ack.push(ack);
+    log.rwnd.push(rwnd.unwrap_or(u64::MAX));
+    log.delay_ps.push(delay.0);
+    for (k, col) in log.state.iter_mut().enumerate().take(log.state_names.len()) {
+        col.push(state[k]);
     }
 }
 
@@ -358,6 +414,14 @@ impl<P: RcvPolicy> Transport for RcvTcp<P> {
     }
     fn append(&mut self, ctx: &mut Ctx, flow: FlowId) {
         self.tcp.append(ctx, flow)
+    }
+    fn record_ack_delays(&mut self, limit: u64) -> bool {
+        let names = self.policy.state_names();
+        self.log = Some(Box::new(AckDelayLog::new(limit, &names[..names.len().min(ACK_STATE_MAX)])));
+        true
+    }
+    fn take_ack_delays(&mut self) -> Option<AckDelayLog> {
+        self.log.take().map(|b| *b)
     }
 }
 
@@ -582,6 +646,34 @@ mod tests {
         let s = t.tcp().sender(0).unwrap();
         assert_eq!(s.snd_nxt() - s.snd_una(), 3 * MSS, "flight = rwnd");
         assert_eq!(sent.len(), 3);
+    }
+
+    /// State: recording with room for 3 rows; event: 5 ACKs of a policy that holds nothing
+    /// and advertises nothing. Every ACK is recorded as it leaves (at once, no window) until
+    /// the log is full; the rest are counted lost. Not recording: nothing is kept.
+    #[test]
+    fn ack_delay_log_full_counts_the_rest_and_off_keeps_nothing() {
+        let flows = vec![flow(5 * MSS)];
+        let mut t = RcvTcp::new(Tcp::from_config(&json!({}), &net(), false).unwrap(), Fixed::default());
+        let mut off = RcvTcp::new(Tcp::from_config(&json!({}), &net(), false).unwrap(), Fixed::default());
+        assert!(t.record_ack_delays(3));
+        let w = call(&mut t, &flows, Time::ZERO, 0, |t, c| t.start_flow(c, 0)).sends;
+        call(&mut off, &flows, Time::ZERO, 0, |t, c| t.start_flow(c, 0));
+        assert_eq!(w.len(), 5);
+        for (i, p) in w.iter().enumerate() {
+            let now = Time::us(10 + i as u64);
+            let a = call(&mut t, &flows, now, 1, |t, c| t.on_packet(c, p));
+            let b = call(&mut off, &flows, now, 1, |t, c| t.on_packet(c, p));
+            assert_eq!(format!("{:?}", a.sends), format!("{:?}", b.sends), "recording changes no packet");
+        }
+        let log = t.take_ack_delays().unwrap();
+        assert_eq!((log.len(), log.lost, log.limit), (3, 2, 3));
+        assert_eq!(log.made_ps, log.release_ps, "no hold");
+        assert_eq!(log.rwnd, vec![u64::MAX; 3], "no window advertised");
+        assert_eq!(log.ack, vec![MSS, 2 * MSS, 3 * MSS]);
+        assert!(log.state_names.is_empty() && log.state.iter().all(|c| c.is_empty()));
+        assert!(t.take_ack_delays().is_none(), "taken once");
+        assert!(off.take_ack_delays().is_none());
     }
 
     #[test]

@@ -26,6 +26,8 @@
 //!   `[0, Delta]` instead (`random_first_delay`), so that connections started together do not
 //!   send their next windows together. The draws come from the transport's own random stream
 //!   (the scenario seed decides them).
+//! - The ACK-delay log (`[output] ack_delays`) records with each ACK `n`, `w` (`w_segs`) and
+//!   `Delta` (`delta_us`).
 //! - `n`, `w` and `Delta` are evaluated when the ACK is made, with the `n` of that moment:
 //!   a connection arriving or leaving changes the window and interval of every connection's
 //!   next ACK.
@@ -44,7 +46,7 @@ use crate::rng::Rng;
 use crate::transport::rcvctl::{AckVerdict, RcvPolicy, RcvTcp};
 use crate::transport::tagging::{split_table, ExtConfigError};
 use crate::transport::tcp::{Tcp, TcpConfig, ACK_RWND_MAX_SEGS};
-use crate::transport::{FlowInfo, NetInfo};
+use crate::transport::{FlowInfo, NetInfo, ACK_STATE_MAX};
 use crate::units::{Rate, Time};
 use serde::Deserialize;
 
@@ -154,6 +156,16 @@ impl RcvPolicy for IatcpPolicy {
         st.last_w = w;
         st.last_delay = delay;
         AckVerdict { rwnd: Some(w * self.p.mss), delay }
+    }
+    /// The ACK-delay log's columns: the connection count, the window and the ACK interval
+    /// the verdict used (the hold equals `delta_us` except for a first ACK's random draw).
+    fn state_names(&self) -> &'static [&'static str] {
+        &["n", "w_segs", "delta_us"]
+    }
+    fn explain(&self, _now: Time, flow: &FlowInfo, st: &IatcpFlow) -> [f64; ACK_STATE_MAX] {
+        let n = self.n(flow.dst).max(1);
+        let delta = if self.p.ack_delay { self.p.delta(n, st.last_w, flow.base_rtt) } else { Time::ZERO };
+        [n as f64, st.last_w as f64, delta.as_us_f64()]
     }
     /// A persistent connection's next message: the flow is active at its receiver again.
     fn on_reopen(&mut self, _now: Time, host: NodeId, _flow: &FlowInfo, st: &mut IatcpFlow) {
@@ -317,6 +329,7 @@ mod tests {
         let net = NetInfo::for_tests(1500, Time::us(100), Rate::gbps(1));
         let mut t = from_config(&json!({"random_first_delay": false}), &net, 3).unwrap();
         assert_eq!(t.name(), "iatcp");
+        assert!(t.record_ack_delays(1000));
         assert_eq!(t.tcp().params().init_cwnd, MSS);
         let flows: Vec<FlowInfo> = (0..20).map(|i| flow(i, i + 1)).collect();
         let mut firsts = Vec::new();
@@ -340,6 +353,24 @@ mod tests {
         t.on_timer(&mut Ctx { now: Time::us(200), host: 0, flows: &flows, out: &mut rel }, tok);
         assert_eq!(rel.sends.len(), 1);
         assert_eq!(ack_rwnd(&rel.sends[0], MSS), Some(MSS));
+        // The ACK-delay log: connection k's ACK saw n = k + 1 connections, w = floor(8 / n)
+        // (at least 1) and Delta = max(0, n w 12 us - 100 us), and was held Delta.
+        let log = t.take_ack_delays().unwrap();
+        assert_eq!(log.state_names, ["n", "w_segs", "delta_us"]);
+        assert_eq!(log.len(), 20);
+        for k in 0..20u64 {
+            let n = k + 1;
+            let w = (8 / n).max(1);
+            let delta_us = (n * w * 12).saturating_sub(100);
+            let row = k as usize;
+            assert_eq!(
+                (log.state[0][row], log.state[1][row], log.state[2][row]),
+                (n as f64, w as f64, delta_us as f64)
+            );
+            assert_eq!(log.delay_ps[row], delta_us * 1_000_000);
+            assert_eq!(log.release_ps[row] - log.made_ps[row], log.delay_ps[row], "each flow's first ACK: no wait");
+            assert_eq!(log.rwnd[row], w * MSS);
+        }
     }
 
     #[test]

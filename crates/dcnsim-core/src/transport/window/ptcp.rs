@@ -26,7 +26,8 @@
 //!   below), never below 1 MSS. Every ACK advertises it.
 //! - **ACK regulation** (§IV-C, Eq. 10): every ACK is held for `alpha^P_sum x queuing_delay`
 //!   (the current alpha, and the queuing delay of the latest data packet), in order
-//!   ([`crate::transport::rcvctl::AckHold`]).
+//!   ([`crate::transport::rcvctl::AckHold`]). The ACK-delay log (`[output] ack_delays`)
+//!   records with each ACK the three inputs: `alpha`, `p_sum` and `queuing_us`.
 //!
 //! # Where the paper's formulas contradict its text (defaults follow the text)
 //! - **Eq. 9, the decrease** (`rwnd_rule`): the formula reads `(1 - alpha^(P_sum/2)) rwnd`,
@@ -103,7 +104,7 @@ use crate::packet::{NodeId, Packet};
 use crate::transport::rcvctl::{AckVerdict, OneWayDelay, RcvPolicy, RcvTcp};
 use crate::transport::tagging::{split_table, ExtConfigError};
 use crate::transport::tcp::{Tcp, TcpConfig, ACK_RWND_MAX_SEGS};
-use crate::transport::{FlowInfo, NetInfo};
+use crate::transport::{FlowInfo, NetInfo, ACK_STATE_MAX};
 use crate::units::{Rate, Time};
 use serde::Deserialize;
 
@@ -397,6 +398,13 @@ impl RcvPolicy for PtcpPolicy {
         st.last_delay = delay;
         AckVerdict { rwnd: Some(st.rwnd as u64), delay }
     }
+    /// The ACK-delay log's columns: Eq. 10's inputs.
+    fn state_names(&self) -> &'static [&'static str] {
+        &["alpha", "p_sum", "queuing_us"]
+    }
+    fn explain(&self, now: Time, flow: &FlowInfo, st: &PtcpFlow) -> [f64; ACK_STATE_MAX] {
+        [st.alpha, self.p_sum(now, flow, st), st.owd.queuing.as_us_f64()]
+    }
 }
 
 /// The `ptcp` transport.
@@ -687,6 +695,62 @@ mod tests {
         assert_eq!(a.timers[0].0, Time::us(300));
         assert_eq!(t.flow_state(0).unwrap().last_delay, Time::us(10));
         assert_eq!(t.held_acks(0), 1);
+    }
+
+    /// The ACK-delay log: state alpha = 0.25 with a standing base of 50 us; event: data
+    /// packets whose queuing delays are chosen by hand. Each row's delay is Eq. 10,
+    /// alpha^P_sum x queuing delay, computed here from the packets alone, and the row carries
+    /// those three inputs; an ACK made while an earlier one is held leaves after it.
+    #[test]
+    fn ack_delay_log_rows_hold_eq10_of_hand_built_queuing_delays() {
+        let net = NetInfo::for_tests(1500, Time::us(100), Rate::gbps(1));
+        let mut t = from_config(&json!({"init_alpha": 0.25}), &net).unwrap();
+        assert!(t.take_ack_delays().is_none(), "nothing recorded unless asked");
+        assert!(t.record_ack_delays(100));
+        let flows = vec![flow(20_000_000, None)];
+        let call = |t: &mut Ptcp, now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)| {
+            let mut out = Actions::new();
+            f(t, &mut Ctx { now, host, flows: &flows, out: &mut out });
+            out
+        };
+        let w = call(&mut t, Time::ZERO, 0, &|t, c| t.start_flow(c, 0 as FlowId)).sends;
+        // Packet k sent at k x 100 us arrives 50 us later plus its queuing delay q[k].
+        let q = [0u64, 0, 0, 0, 0, 0, 0, 90, 10];
+        let mut made = Vec::new();
+        for (k, qk) in q.iter().enumerate() {
+            let mut p = w[0];
+            p.seq = k as u64 * MSS;
+            p.ts = Time::us(100 * k as u64);
+            let now = p.ts + Time::us(50 + qk);
+            made.push(now.0);
+            call(&mut t, now, 1, &|t, c| t.on_packet(c, &p));
+        }
+        let log = t.take_ack_delays().unwrap();
+        assert_eq!(log.state_names, ["alpha", "p_sum", "queuing_us"]);
+        assert_eq!(log.len(), q.len(), "one row per ACK");
+        assert_eq!(log.made_ps, made);
+        assert_eq!(log.lost, 0);
+        for (k, qk) in q.iter().enumerate() {
+            // b = (k + 1) x 1460 B: P1 = 1 up to 10 KB, then S(b / 1 MB) (Eq. 4).
+            let b = (k as u64 + 1) * MSS;
+            let p_sum = if b <= 10_000 { 1.0 } else { 1.0 / (15.5 - 14.5 * (-(b as f64) / 1e6).exp()) };
+            let want = (*qk as f64 * 1e6 * 0.25f64.powf(p_sum)).round() as u64;
+            assert_eq!(log.delay_ps[k], want, "row {k}");
+            assert!(close(log.state[0][k], 0.25));
+            assert!(close(log.state[1][k], p_sum), "row {k}: p_sum {}", log.state[1][k]);
+            assert!(close(log.state[2][k], *qk as f64), "row {k}");
+            assert_eq!((log.flow[k], log.host[k], log.ack[k]), (0, 1, b));
+            assert!(log.rwnd[k] >= MSS && log.rwnd[k].is_multiple_of(MSS), "whole segments as the ACK carries them");
+        }
+        assert!(log.state[1][7] < 1.0, "the eighth packet passes 10 KB: P_sum below 1");
+        // Row 7 (made at 840 us) is held its own delay, about 27 us; row 8 (made at 860 us,
+        // about 3 us of delay) waits for it: ACKs leave in order.
+        assert_eq!(log.release_ps[7] - log.made_ps[7], log.delay_ps[7]);
+        assert!(log.made_ps[8] + log.delay_ps[8] < log.release_ps[7]);
+        assert_eq!(log.release_ps[8], log.release_ps[7]);
+        for k in 0..7 {
+            assert_eq!((log.delay_ps[k], log.release_ps[k]), (0, log.made_ps[k]), "no queuing: sent at once");
+        }
     }
 
     #[test]
