@@ -75,6 +75,19 @@ def test_rpo_fig17_18_reduced_onoff_utilization_and_empty_normal_queue(tmp_path:
             r = row[(v, f)]
             assert r["reorder_max_bytes_max"] == 0 and r["bottleneck_lp_avg_bytes"] == 0, v
             assert r["host_reorder_max_bytes_max"] == 0, v
+    # The per-flow-count figure (repro/rpo_fig17_18_util/figs.py) draws from the same table.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "rpo_fig17_figs", REPO / "repro" / "rpo_fig17_18_util" / "figs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    figs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figs)
+    out = tmp_path / "rpo_fig17_18_util"
+    assert figs.main([str(out)]) == 0
+    assert (out / "figs.png").stat().st_size > 10_000
+    assert figs.main([str(tmp_path / "missing")]) == 2
 
 
 def test_rpo_fig14_reduced_rpo_lowest_afct_under_onoff_traffic(tmp_path: Path) -> None:
