@@ -282,6 +282,14 @@ def _ack_delays_from_core(raw: Mapping[str, Any]) -> Table:
     return out
 
 
+def _warn_log_full(message: str) -> None:
+    """Warn that a bounded run log (packet trace, ACK-delay log) stopped recording."""
+    import warnings
+
+    # stacklevel 3: the caller of Results.from_core, not this helper nor from_core.
+    warnings.warn(message, stacklevel=3)
+
+
 def _rows(table: Mapping[str, np.ndarray]) -> int:
     return len(next(iter(table.values()))) if table else 0
 
@@ -339,13 +347,10 @@ class Results:
             counters["trace_events"] = _rows(packets)
             counters["trace_events_lost"] = int(tr["lost"])
             if tr["lost"]:
-                import warnings
-
-                warnings.warn(
+                _warn_log_full(
                     f"output.trace_limit: the packet trace stopped at {int(tr['limit'])} events; "
                     f"{int(tr['lost'])} later events were not recorded (narrow output.trace_ports "
-                    "or output.trace_flows, or raise output.trace_limit)",
-                    stacklevel=2,
+                    "or output.trace_flows, or raise output.trace_limit)"
                 )
         ack_delays = None
         if raw.get("ack_delays") is not None:
@@ -354,13 +359,10 @@ class Results:
             counters["ack_delays_rows"] = _rows(ack_delays)
             counters["ack_delays_lost"] = int(ad["lost"])
             if ad["lost"]:
-                import warnings
-
-                warnings.warn(
+                _warn_log_full(
                     f"output.ack_delays_limit: the ACK-delay log stopped at {int(ad['limit'])} "
                     f"rows; {int(ad['lost'])} later ACKs were not recorded (raise "
-                    "output.ack_delays_limit or shorten the run)",
-                    stacklevel=2,
+                    "output.ack_delays_limit or shorten the run)"
                 )
         return cls(
             flows=_flows_from_core(raw["flows"]),

@@ -493,6 +493,13 @@ mod tests {
         }
     }
 
+    /// One transport callback on `host` at `now`; the actions it produced.
+    fn call_at(t: &mut Ptcp, flows: &[FlowInfo], now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)) -> Actions {
+        let mut out = Actions::new();
+        f(t, &mut Ctx { now, host, flows, out: &mut out });
+        out
+    }
+
     fn policy() -> PtcpPolicy {
         PtcpPolicy { p: PtcpParams::table1(Setting::OneG, MSS) }
     }
@@ -667,11 +674,8 @@ mod tests {
         let mut t = from_config(&json!({"init_alpha": 0.25}), &net).unwrap();
         assert_eq!(t.name(), "ptcp");
         let flows = vec![flow(20_000_000, None)];
-        let call = |t: &mut Ptcp, now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)| {
-            let mut out = Actions::new();
-            f(t, &mut Ctx { now, host, flows: &flows, out: &mut out });
-            out
-        };
+        let call =
+            |t: &mut Ptcp, now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)| call_at(t, &flows, now, host, f);
         let w = call(&mut t, Time::ZERO, 0, &|t, c| t.start_flow(c, 0 as FlowId)).sends;
         assert_eq!(w.len(), 1, "initial window 1 MSS");
         // First packet: initialises only, no delay sample, so no growth: window 1 MSS.
@@ -708,11 +712,8 @@ mod tests {
         assert!(t.take_ack_delays().is_none(), "nothing recorded unless asked");
         assert!(t.record_ack_delays(100));
         let flows = vec![flow(20_000_000, None)];
-        let call = |t: &mut Ptcp, now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)| {
-            let mut out = Actions::new();
-            f(t, &mut Ctx { now, host, flows: &flows, out: &mut out });
-            out
-        };
+        let call =
+            |t: &mut Ptcp, now: Time, host: NodeId, f: &dyn Fn(&mut Ptcp, &mut Ctx)| call_at(t, &flows, now, host, f);
         let w = call(&mut t, Time::ZERO, 0, &|t, c| t.start_flow(c, 0 as FlowId)).sends;
         // Packet k sent at k x 100 us arrives 50 us later plus its queuing delay q[k].
         let q = [0u64, 0, 0, 0, 0, 0, 0, 90, 10];
