@@ -96,7 +96,7 @@ fn incast_16_to_1_completes_one_flow_at_a_time() {
 /// Without the destination's reservation of announced free data (`reserve_free = false`)
 /// the 16 free bursts stay queued behind line-rate tokens for the whole incast: every
 /// token's data waits ~100 us, flows are downgraded in turn and retransmit spuriously, and
-/// the flows finish together instead of one by one (the choice documented in phost.rs).
+/// the flows finish together instead of one by one (the choice documented in phost/mod.rs).
 #[test]
 fn incast_without_free_reservation_loses_the_srpt_order() {
     let with = incast(&[100_000; 16]);
