@@ -43,6 +43,26 @@ def test_every_relative_markdown_link_resolves_inside_the_repository() -> None:
     assert not bad, bad
 
 
+def test_every_rust_source_file_a_markdown_file_names_exists() -> None:
+    """A README or doc that names a Rust file (`transport/receiver/homa.rs`, `tcp.rs`) must
+    name one that exists: a module split into a folder leaves such names stale. A name with
+    a folder must match the end of a tracked path; a bare file name, some tracked file's."""
+    sources = tracked("*.rs")
+    names = {s.rsplit("/", 1)[-1] for s in sources}
+    bad = []
+    for f in tracked("*.md"):
+        text = (REPO / f).read_text(errors="replace")
+        for ref in set(re.findall(r"`([\w./-]*\w\.rs)`", text)):
+            ok = (
+                any(s == ref or s.endswith("/" + ref) for s in sources)
+                if "/" in ref
+                else ref in names
+            )
+            if not ok:
+                bad.append(f"{f}: {ref}")
+    assert not bad, sorted(bad)
+
+
 def test_no_tracked_file_names_a_folder_outside_the_repository() -> None:
     outside = re.compile(r"\.\./shared|CONVENTIONS\.md|(?<![\w.])/(?:work|root|home)/")
     hits = []
