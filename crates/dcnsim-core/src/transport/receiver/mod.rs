@@ -11,3 +11,5 @@ pub mod homa;
 pub mod ndp;
 pub mod phost;
 pub mod rpo;
+#[cfg(test)]
+pub(crate) mod testkit;

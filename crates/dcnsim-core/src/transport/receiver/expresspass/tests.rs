@@ -1,46 +1,15 @@
 //! State-machine tests of ExpressPass: each names the state and the event it drives.
 
 use super::*;
-use crate::transport::{Actions, FlowInfo};
-use crate::units::Rate;
+use crate::transport::receiver::testkit::{call, flows, net, MSS, RTT_PS};
+use crate::transport::FlowInfo;
 use serde_json::json;
 
-const MSS: u64 = 1460;
-/// Base RTT of a one-switch path at 10 Gbps with 1 us links.
-const RTT_PS: u64 = 6_502_400;
 /// One (64 B credit + 1500 B MTU) at 10 Gbps: the credit gap at max_rate.
 const GAP: Time = Time(1_251_200);
 
-fn net() -> NetInfo {
-    NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
-}
-
-fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
-    spec.iter()
-        .enumerate()
-        .map(|(i, &(src, dst, size))| FlowInfo {
-            id: i as FlowId,
-            src,
-            dst,
-            size: Bytes(size),
-            start: Time::ZERO,
-            base_rtt: Time(RTT_PS),
-            path_rate: Rate::gbps(10),
-            host_rate: Rate::gbps(10),
-            deadline: None,
-            background: false,
-        })
-        .collect()
-}
-
 fn xp(cfg: serde_json::Value) -> ExpressPass {
     ExpressPass::from_config(&cfg, &net(), 1).unwrap()
-}
-
-fn call(host: NodeId, now: Time, fl: &[FlowInfo], f: impl FnOnce(&mut Ctx)) -> Actions {
-    let mut out = Actions::new();
-    f(&mut Ctx { now, host, flows: fl, out: &mut out });
-    out
 }
 
 fn credit(f: &FlowInfo, seq: u64, sent: Time) -> Packet {

@@ -4,44 +4,13 @@ use super::*;
 use crate::packet::PacketArena;
 use crate::queue::selective::{SelectiveDrop, SelectiveDropConfig, DROP_SELECTIVE};
 use crate::queue::{PortEffects, QueueDisc};
+use crate::transport::receiver::testkit::{call, flows, net, MSS};
 use crate::transport::Actions;
 use crate::units::Rate;
 use serde_json::json;
 
-const MSS: u64 = 1460;
-/// Base RTT of a one-switch path at 10 Gbps with 1 us links.
-const RTT_PS: u64 = 6_502_400;
-
-fn net() -> NetInfo {
-    NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
-}
-
-fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
-    spec.iter()
-        .enumerate()
-        .map(|(i, &(src, dst, size))| FlowInfo {
-            id: i as FlowId,
-            src,
-            dst,
-            size: Bytes(size),
-            start: Time::ZERO,
-            base_rtt: Time(RTT_PS),
-            path_rate: Rate::gbps(10),
-            host_rate: Rate::gbps(10),
-            deadline: None,
-            background: false,
-        })
-        .collect()
-}
-
 fn homa(cfg: serde_json::Value) -> Homa {
     Homa::from_config(&cfg, &net()).unwrap()
-}
-
-fn call(host: NodeId, now: Time, fl: &[FlowInfo], f: impl FnOnce(&mut Ctx)) -> Actions {
-    let mut out = Actions::new();
-    f(&mut Ctx { now, host, flows: fl, out: &mut out });
-    out
 }
 
 fn kinds(a: &Actions, kind: u8) -> Vec<Packet> {

@@ -1,49 +1,23 @@
 //! State-machine tests of pHost: each names the state and the event it drives.
 
 use super::*;
-use crate::transport::Actions;
+use crate::transport::receiver::testkit::{self, call, net, MSS, RTT_PS};
 use crate::units::Rate;
 use serde_json::json;
-
-const MSS: u64 = 1460;
-/// Base RTT of a one-switch path at 10 Gbps with 1 us links (4 x 1 us + 2 x (1500 B + 64 B)).
-const RTT_PS: u64 = 6_502_400;
-
-fn net() -> NetInfo {
-    NetInfo::for_tests(1500, Time(RTT_PS), Rate::gbps(10))
-}
 
 /// T: one MTU at 10 Gbps.
 fn t() -> Time {
     Rate::gbps(10).tx_time(Bytes(1500))
 }
 
+/// Flows `(src, dst, packets)`: `packets` full-MSS packets each.
 fn flows(spec: &[(NodeId, NodeId, u64)]) -> Vec<FlowInfo> {
-    spec.iter()
-        .enumerate()
-        .map(|(i, &(src, dst, pkts))| FlowInfo {
-            id: i as FlowId,
-            src,
-            dst,
-            size: Bytes(pkts * MSS),
-            start: Time::ZERO,
-            base_rtt: Time(RTT_PS),
-            path_rate: Rate::gbps(10),
-            host_rate: Rate::gbps(10),
-            deadline: None,
-            background: false,
-        })
-        .collect()
+    let bytes: Vec<_> = spec.iter().map(|&(src, dst, pkts)| (src, dst, pkts * MSS)).collect();
+    testkit::flows(&bytes)
 }
 
 fn phost(cfg: serde_json::Value) -> Phost {
     Phost::from_config(&cfg, &net()).unwrap()
-}
-
-fn call(host: NodeId, now: Time, fl: &[FlowInfo], f: impl FnOnce(&mut Ctx)) -> Actions {
-    let mut out = Actions::new();
-    f(&mut Ctx { now, host, flows: fl, out: &mut out });
-    out
 }
 
 fn data_for(tok: &Packet, size: u64) -> Packet {
