@@ -13,12 +13,14 @@
 //!   credit/grant transport;
 //! - [`rcvctl`]: receiver-side control of a TCP sender (advertised window, held ACKs, one-way
 //!   delay, incoming-rate meter), for PTCP, ICTCP and their kin;
-//! - [`segset`]: a set of packet indices kept as a window from the lowest missing one.
+//! - [`segset`]: a set of packet indices kept as a window from the lowest missing one;
+//! - [`bitmap`]: packet-index bitmaps that grow on demand (the receiver-driven transports).
 //!
 //! Blocks depend only on the transport interface (`crate::transport`) and the layers below it
 //! (packets, units, the host model), and on one another, never on a protocol family.
 
 pub mod aeolus;
+pub mod bitmap;
 pub mod cc;
 pub mod lowprio;
 pub mod pias_thresholds;

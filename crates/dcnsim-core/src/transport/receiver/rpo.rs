@@ -152,6 +152,7 @@
 
 use crate::config::FieldError;
 use crate::packet::{Ecn, FlowId, NodeId, Packet, PacketFlags};
+use crate::transport::blocks::bitmap;
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
 use serde::Deserialize;
@@ -352,28 +353,6 @@ impl RpoParams {
     }
 }
 
-fn bit_get(v: &[u64], i: u64) -> bool {
-    v.get((i / 64) as usize).is_some_and(|w| w & (1u64 << (i % 64)) != 0)
-}
-
-fn bit_clear(v: &mut [u64], i: u64) {
-    if let Some(w) = v.get_mut((i / 64) as usize) {
-        *w &= !(1u64 << (i % 64));
-    }
-}
-
-/// Set bit `i`; returns whether it was set before.
-fn bit_set(v: &mut Vec<u64>, i: u64) -> bool {
-    let w = (i / 64) as usize;
-    if v.len() <= w {
-        v.resize(w + 1, 0);
-    }
-    let m = 1u64 << (i % 64);
-    let was = v[w] & m != 0;
-    v[w] |= m;
-    was
-}
-
 /// Source-side state of one flow.
 #[derive(Debug)]
 struct SendFlow {
@@ -406,12 +385,12 @@ impl SendFlow {
         self.next_new >= self.opp_low
     }
     fn is_delivered(&self, i: u64) -> bool {
-        i < self.cum || bit_get(&self.delivered, i)
+        i < self.cum || bitmap::get(&self.delivered, i)
     }
     /// Whether packet `i` needs sending again: not reported delivered and no copy of it
     /// still waiting in this host's NIC.
     fn needs_resend(&self, i: u64) -> bool {
-        !self.is_delivered(i) && !bit_get(&self.in_nic, i)
+        !self.is_delivered(i) && !bitmap::get(&self.in_nic, i)
     }
     /// The grant map entry of `serial`, growing the map with unseen entries.
     fn entry(&mut self, serial: u64) -> Option<&mut (u32, u32)> {
@@ -566,8 +545,8 @@ impl Rpo {
         let Snd::Active(s) = &mut self.snd[f as usize] else { return };
         let off = i * p.mss;
         let payload = s.size.saturating_sub(off).min(p.mss);
-        let again = bit_set(&mut s.sent, i);
-        bit_set(&mut s.in_nic, i);
+        let again = bitmap::set(&mut s.sent, i);
+        bitmap::set(&mut s.in_nic, i);
         let st = &mut self.stats[f as usize];
         if again {
             st.retx_bytes += payload;
@@ -648,7 +627,7 @@ impl Rpo {
         // the sender timeout: grants re-sent for packets already delivered do not.
         let mut news = false;
         if pkt.aux2 & GRANT_RESENT == 0 {
-            news |= !bit_set(&mut s.delivered, pkt.seq / mss);
+            news |= !bitmap::set(&mut s.delivered, pkt.seq / mss);
         }
         let cum = pkt.ack.div_ceil(mss).min(s.n);
         news |= cum > s.cum;
@@ -744,7 +723,7 @@ impl Rpo {
         if s.met() && lowest.is_some() {
             s.scan = s.scan.min(i + 1);
         }
-        if !bit_get(&s.in_nic, i) {
+        if !bitmap::get(&s.in_nic, i) {
             self.stats[f as usize].timeouts += 1;
             self.send_data(ctx, f, i, Slot::Normal, NO_SERIAL, false, 0);
         }
@@ -766,7 +745,7 @@ impl Rpo {
 
     fn arm_grant_timer(ctx: &mut Ctx, f: FlowId, r: &mut RecvFlow) {
         while let Some(&(serial, _, _)) = r.pending.front() {
-            if bit_get(&r.answered, serial) {
+            if bitmap::get(&r.answered, serial) {
                 r.pending.pop_front();
             } else {
                 break;
@@ -818,7 +797,7 @@ impl Rpo {
         let mss = self.p.mss;
         let Rcv::Active(r) = &mut self.rcv[f as usize] else { return };
         if pkt.aux != NO_SERIAL && !opp && pkt.aux2 & DATA_OPP_SLOT == 0 {
-            bit_set(&mut r.answered, pkt.aux);
+            bitmap::set(&mut r.answered, pkt.aux);
         }
         // RTT sample: a first transmission released by a fresh grant echoes the grant's send
         // time in `ack` (Karn's rule: never a retransmission).
@@ -828,13 +807,13 @@ impl Rpo {
             r.timeout = self.p.grant_timeout_at(&ctx.flows[f as usize], r.srtt);
         }
         let i = pkt.seq / mss;
-        let fresh = i < r.n && !bit_get(&r.got, i);
+        let fresh = i < r.n && !bitmap::get(&r.got, i);
         if fresh {
-            bit_set(&mut r.got, i);
+            bitmap::set(&mut r.got, i);
             r.got_pkts += 1;
             if i == r.cum {
                 r.cum += 1;
-                while bit_get(&r.got, r.cum) {
+                while bitmap::get(&r.got, r.cum) {
                     r.cum += 1;
                     let b = mss.min(ctx.flows[f as usize].size.0.saturating_sub((r.cum - 1) * mss));
                     r.held -= b;
@@ -877,7 +856,7 @@ impl Rpo {
         let Some(Rcv::Active(r)) = self.rcv.get_mut(f as usize) else { return };
         let mut resend: Vec<(u64, bool)> = Vec::new();
         while let Some(&(serial, at, ece)) = r.pending.front() {
-            if bit_get(&r.answered, serial) {
+            if bitmap::get(&r.answered, serial) {
                 r.pending.pop_front();
                 continue;
             }
@@ -961,7 +940,7 @@ impl Transport for Rpo {
             return;
         }
         if let Some(Snd::Active(s)) = self.snd.get_mut(pkt.flow as usize) {
-            bit_clear(&mut s.in_nic, pkt.seq / self.p.mss);
+            bitmap::clear(&mut s.in_nic, pkt.seq / self.p.mss);
         }
     }
 

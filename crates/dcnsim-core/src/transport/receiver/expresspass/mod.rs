@@ -335,21 +335,6 @@ pub struct ExpressPass {
     lost_scratch: Vec<u32>,
 }
 
-fn bit_set(v: &mut Vec<u64>, i: u64) -> bool {
-    let w = (i / 64) as usize;
-    if v.len() <= w {
-        v.resize(w + 1, 0);
-    }
-    let m = 1u64 << (i % 64);
-    let was = v[w] & m != 0;
-    v[w] |= m;
-    was
-}
-
-fn bit_get(v: &[u64], i: u64) -> bool {
-    v.get((i / 64) as usize).is_some_and(|w| w & (1u64 << (i % 64)) != 0)
-}
-
 impl ExpressPass {
     pub fn from_config(cfg: &serde_json::Value, net: &NetInfo, seed: u64) -> Result<Self, ExpressPassConfigError> {
         let c: ExpressPassConfig =

@@ -3,6 +3,7 @@
 //! retransmission timeout.
 
 use super::*;
+use crate::transport::blocks::bitmap;
 
 /// The credit feedback control of one flow (paper Algorithm 1), with rates expressed as
 /// fractions of `max_rate` (so `max_rate` = 1).
@@ -90,7 +91,7 @@ pub(super) struct RecvFlow {
 
 impl RecvFlow {
     fn has(&self, i: u64) -> bool {
-        bit_get(&self.got, i)
+        bitmap::get(&self.got, i)
     }
     /// Whether the receiver should be sending credits for this flow.
     fn needs_credit(&self) -> bool {
@@ -318,7 +319,7 @@ impl ExpressPass {
                 ));
             }
         }
-        let new = i < r.n_pkts && !bit_set(&mut r.got, i);
+        let new = i < r.n_pkts && !bitmap::set(&mut r.got, i);
         if new {
             r.got_pkts += 1;
             r.last_progress = now;
@@ -416,12 +417,12 @@ impl ExpressPass {
         let mut ranges = vec![];
         let mut i = 0;
         while i < r.n_pkts {
-            if bit_get(&r.got, i) {
+            if bitmap::get(&r.got, i) {
                 i += 1;
                 continue;
             }
             let a = i;
-            while i < r.n_pkts && !bit_get(&r.got, i) {
+            while i < r.n_pkts && !bitmap::get(&r.got, i) {
                 i += 1;
             }
             ranges.push((a * mss, (i * mss).min(size)));

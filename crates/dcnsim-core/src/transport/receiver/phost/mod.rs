@@ -180,6 +180,7 @@
 use crate::config::FieldError;
 use crate::packet::{FlowId, NodeId, Packet, PacketFlags};
 use crate::transport::aeolus::{self, AeolusConfig, AeolusReceiver, AeolusSender, UnschedMode};
+use crate::transport::blocks::bitmap;
 use crate::transport::{token, untoken, Ctx, FlowInfo, FlowStats, NetInfo, TimerSlot, Transport};
 use crate::units::{Bytes, Time};
 use serde::Deserialize;
@@ -316,7 +317,7 @@ struct RecvFlow {
 
 impl RecvFlow {
     fn next_missing(&self, from: u64) -> Option<u64> {
-        (from..self.n_pkts).find(|&i| !bit_get(&self.got, i))
+        (from..self.n_pkts).find(|&i| !bitmap::get(&self.got, i))
     }
     fn unanswered(&self) -> u64 {
         self.issued - self.answered.max(self.n_free).min(self.issued)
@@ -363,23 +364,6 @@ pub struct Phost {
     snd: Vec<Snd>,
     rcv: Vec<Rcv>,
     stats: Vec<FlowStats>,
-}
-
-/// Bitmaps of packet indices grow on demand (a long flow's bitmap covers only what it used).
-fn bit_get(v: &[u64], i: u64) -> bool {
-    v.get((i / 64) as usize).is_some_and(|w| w & (1u64 << (i % 64)) != 0)
-}
-
-/// Set bit `i`; returns whether it was set before.
-fn bit_set(v: &mut Vec<u64>, i: u64) -> bool {
-    let w = (i / 64) as usize;
-    if v.len() <= w {
-        v.resize(w + 1, 0);
-    }
-    let m = 1u64 << (i % 64);
-    let was = v[w] & m != 0;
-    v[w] |= m;
-    was
 }
 
 impl Phost {

@@ -3,6 +3,7 @@
 //! rounds, completion, and the Aeolus loss inference on free-token packets.
 
 use super::*;
+use crate::transport::blocks::bitmap;
 
 impl Phost {
     /// Create the destination's state for flow `f` of `size` bytes from `src`.
@@ -102,7 +103,7 @@ impl Phost {
                 a.on_unscheduled(i as u32, &mut newly);
                 let mut n = 0;
                 for j in newly {
-                    if !bit_get(&r.got, j as u64) {
+                    if !bitmap::get(&r.got, j as u64) {
                         r.lost.push_back(j as u64);
                         n += 1;
                     }
@@ -115,7 +116,7 @@ impl Phost {
                 }
             }
         }
-        if i < r.n_pkts && !bit_set(&mut r.got, i) {
+        if i < r.n_pkts && !bitmap::set(&mut r.got, i) {
             r.got_pkts += 1;
             r.got_bytes += pkt.payload as u64;
         }
@@ -153,7 +154,7 @@ impl Phost {
         let unsent = last + 1..r.n_free;
         let mut n = 0;
         for j in newly.into_iter().map(|j| j as u64).chain(unsent) {
-            if !bit_get(&r.got, j) && !r.lost.contains(&j) {
+            if !bitmap::get(&r.got, j) && !r.lost.contains(&j) {
                 r.lost.push_back(j);
                 n += 1;
             }
@@ -185,7 +186,7 @@ impl Phost {
         if now < from {
             return Next::Wait(from);
         }
-        while r.lost.front().is_some_and(|&i| bit_get(&r.got, i)) {
+        while r.lost.front().is_some_and(|&i| bitmap::get(&r.got, i)) {
             r.lost.pop_front();
         }
         let pkt = if let Some(&i) = r.lost.front() {

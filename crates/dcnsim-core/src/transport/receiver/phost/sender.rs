@@ -3,6 +3,7 @@
 //! completion ACK and the RTS retransmission timer.
 
 use super::*;
+use crate::transport::blocks::bitmap;
 
 impl Phost {
     /// If the NIC of `ctx.host` is idle, send one data packet on the best token held.
@@ -40,7 +41,7 @@ impl Phost {
             let Snd::Active(s) = &mut self.snd[f as usize] else { unreachable!() };
             let i = (0..s.tokens.len()).min_by_key(|&i| (s.tokens[i].expiry, s.tokens[i].pkt)).expect("a token");
             let tok = s.tokens.swap_remove(i);
-            let again = bit_set(&mut s.sent, tok.pkt);
+            let again = bitmap::set(&mut s.sent, tok.pkt);
             (again, s.size, s.dst, tok)
         };
         let payload = self.payload_of(size, tok.pkt);
